@@ -1,0 +1,88 @@
+"""The small storage interface every shared fact goes through.
+
+Response-cache entries, single-flight locks, provider-cache handles, usage aggregates and records,
+routing state: all of it lives behind `KVStore`, with an embedded in-process implementation (the
+default, one process) and Redis (shared by every gateway replica). Keys are plain strings; callers
+put a `{tenant}` hash tag in keys that must share a Redis Cluster slot.
+
+Every method may raise `StoreUnavailable`; callers treat that as a miss (fail-open).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+
+
+class StoreUnavailable(Exception):
+    """The store did not answer in time, refused, or its circuit breaker is open."""
+
+
+class KVStore(ABC):
+    name: str = "kv"
+
+    # ---- plain values ----
+    @abstractmethod
+    async def get(self, key: str) -> bytes | None: ...
+
+    @abstractmethod
+    async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
+        """Store `value`; with `nx` only when the key is absent. True when written."""
+
+    @abstractmethod
+    async def delete(self, *keys: str) -> int: ...
+
+    @abstractmethod
+    async def delete_if_equals(self, key: str, value: bytes) -> bool:
+        """Delete `key` only while it still holds `value` (releasing a lock one owns)."""
+
+    @abstractmethod
+    async def expire(self, key: str, ttl: float) -> bool: ...
+
+    @abstractmethod
+    async def ttl(self, key: str) -> float | None:
+        """Seconds left, None when the key is absent or has no expiry."""
+
+    # ---- counters and hashes (usage aggregates, break-even statistics) ----
+    @abstractmethod
+    async def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int: ...
+
+    @abstractmethod
+    async def hincr(self, key: str, increments: Mapping[str, float], ttl: float | None = None) -> None:
+        """Add each amount to its field (ints stay ints, floats are added as floats)."""
+
+    @abstractmethod
+    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None: ...
+
+    @abstractmethod
+    async def hgetall(self, key: str) -> dict[str, str]: ...
+
+    # ---- sets (per-tenant indexes for purge without KEYS) ----
+    @abstractmethod
+    async def sadd(self, key: str, *members: str) -> int: ...
+
+    @abstractmethod
+    async def srem(self, key: str, *members: str) -> int: ...
+
+    @abstractmethod
+    async def smembers(self, key: str) -> set[str]: ...
+
+    # ---- capped append-only log (usage records) ----
+    @abstractmethod
+    async def log_append(self, key: str, records: list[bytes], maxlen: int) -> None:
+        """Append records in order; keep about the newest `maxlen`."""
+
+    @abstractmethod
+    async def log_read(self, key: str, count: int) -> list[bytes]:
+        """The newest `count` records, newest first."""
+
+    # ---- iteration and health ----
+    @abstractmethod
+    def scan(self, prefix: str) -> AsyncIterator[str]:
+        """Keys starting with `prefix` (incremental; never a blocking KEYS)."""
+
+    @abstractmethod
+    async def ping(self) -> bool: ...
+
+    async def close(self) -> None:
+        return None
