@@ -56,7 +56,11 @@ class RequestContext:
     # outcome
     cache_status: str = "miss"  # response-hit | semantic-hit | miss | bypass
     similarity: float | None = None
-    answer: Answer | None = None  # set only for a complete, successful answer
+    answer: Answer | None = None  # set only for a complete, successful answer (live or cached)
+    # Who produced `answer`: "upstream" (a live call), "response-cache", "semantic-cache", or
+    # "single-flight" (another request's upstream call). Caches store only when it is "upstream",
+    # so an answer is written once, by the request that paid for it.
+    answered_by: str = ""
     status: int = 200
     error: str | None = None
     ttft_s: float | None = None

@@ -60,3 +60,31 @@ PREFIX_HIT_RATE = Gauge(
     "gateway_vllm_prefix_cache_hit_rate", "Prefix-cache hit rate per vLLM pool, from the replicas' own counters.",
     ["pool"], registry=REGISTRY,
 )
+
+# ---- usage accounting (gateway/usage) ----------------------------------------------------------
+CACHE_OVERHEAD = Counter(
+    "gateway_provider_cache_overhead_usd_total",
+    "What provider caches cost beyond the plain input price, USD: write premium and explicit-cache "
+    "storage (net provider saving = saved_cost{layer=provider} − this).",
+    ["tenant", "provider"], registry=REGISTRY,
+)
+USAGE_PENDING = Gauge(
+    "gateway_usage_pending_records", "Usage records buffered in this process, not yet written to the store.",
+    registry=REGISTRY,
+)
+USAGE_DROPPED = Counter(
+    "gateway_usage_records_dropped_total",
+    "Usage records dropped because the store stayed unavailable and the buffer was full.", registry=REGISTRY,
+)
+USAGE_FLUSH_FAILURES = Counter(
+    "gateway_usage_flush_failures_total", "Usage flushes that stopped on a store error (retried).",
+    registry=REGISTRY,
+)
+PREFIX_CACHE_QUERIES = Counter(
+    "gateway_vllm_prefix_cache_queries_total", "Prompt tokens looked up in the vLLM prefix caches, per pool.",
+    ["pool"], registry=REGISTRY,
+)
+PREFIX_CACHE_HITS = Counter(
+    "gateway_vllm_prefix_cache_hits_total", "Prompt tokens found in the vLLM prefix caches, per pool.",
+    ["pool"], registry=REGISTRY,
+)

@@ -1,7 +1,8 @@
 """The tenant policy format (`policies/*.yaml`, one tenant a file; `_defaults.yaml` inherited).
 
 Unknown fields are errors (`extra="forbid"`): a typo in a policy must not silently turn a layer off.
-Durations are written `30s`, `5m`, `1h`, `7d` and held as seconds.
+Durations are written `30s`, `5m`, `1h`, `7d` and held as seconds. Field descriptions end up in the
+JSON Schema (`docs/policy.schema.json`) that editors show on hover, so they are written for users.
 """
 
 from __future__ import annotations
@@ -9,16 +10,20 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d)\s*$"  # the same grammar, for the JSON Schema
+KEY_REF_PATTERN = r"^(sha256:[0-9a-fA-F]{64}|env:[A-Za-z_][A-Za-z0-9_]*)$"
+_SHA256_REF = re.compile(r"sha256:[0-9a-fA-F]{64}")
+_ENV_REF = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*")
 
 
 def parse_duration(value: object) -> float:
     """`30s`, `5m`, `1h`, `7d` (or a number of seconds) → seconds."""
     if isinstance(value, bool):
-        raise ValueError("a duration such as 30s, 5m, 1h or 7d")
+        raise ValueError("a boolean is not a duration; write 30s, 5m, 1h or 7d")
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str) and (m := _DURATION.match(value)):
@@ -30,7 +35,55 @@ def parse_duration(value: object) -> float:
     return seconds
 
 
-Duration = Annotated[float, BeforeValidator(parse_duration)]
+Duration = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    WithJsonSchema({
+        "anyOf": [
+            {"type": "string", "pattern": DURATION_PATTERN},
+            {"type": "number", "exclusiveMinimum": 0},
+        ],
+        "description": "A duration: 30s, 5m, 1h, 7d (also ms), or a number of seconds.",
+    }),
+]
+
+
+def _key_ref(value: str) -> str:
+    # The message must never repeat the value: it may be a plain key pasted by mistake.
+    if _SHA256_REF.fullmatch(value):
+        return value.lower()  # sha256sum prints lowercase; accept either, store one form
+    if _ENV_REF.fullmatch(value):
+        return value
+    raise ValueError(
+        "must be 'sha256:<64 hex digits>' or 'env:VARNAME', never a plain key "
+        "(digest: printf %s \"$KEY\" | sha256sum)"
+    )
+
+
+# One api_keys entry. Validated per item so an error names the exact entry (api_keys[2]) and line.
+KeyRef = Annotated[
+    str,
+    AfterValidator(_key_ref),
+    WithJsonSchema({
+        "type": "string",
+        "pattern": KEY_REF_PATTERN,
+        "description": "sha256:<hex digest of the key> or env:VARNAME (the variable holds the key).",
+    }),
+]
+
+
+def _regex(pattern: str) -> str:
+    try:
+        # Compiled the way the layers use them (case-insensitive) so what validates here works there.
+        re.compile(pattern, re.IGNORECASE)
+    except re.error as e:  # re.error is not a ValueError: pydantic would let it escape as a crash
+        raise ValueError(f"not a valid regular expression: {e}") from None
+    return pattern
+
+
+Regex = Annotated[str, AfterValidator(_regex), WithJsonSchema({"type": "string", "format": "regex"})]
+
+Route = Literal["chat", "responses", "messages", "generate", "embeddings"]
 
 
 class _Strict(BaseModel):
@@ -38,66 +91,70 @@ class _Strict(BaseModel):
 
 
 class ResponseCachePolicy(_Strict):
+    """Exact response cache: a byte-identical request (after normalisation) gets the stored answer."""
+
     enabled: bool = True
-    ttl: Duration = 3600.0
-    scope: Literal["tenant", "user"] = "tenant"
+    ttl: Duration = Field(3600.0, description="How long an answer is kept (30s, 5m, 1h, 7d).")
+    scope: Literal["tenant", "user"] = Field(
+        "tenant", description="Who shares entries: the whole tenant, or each x-gateway-user alone.")
     # Model-name globs (fnmatch); empty = every model. `exclude_models` wins over `models`.
-    models: list[str] = Field(default_factory=list)
-    exclude_models: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list, description="Model-name globs cached; empty = every model.")
+    exclude_models: list[str] = Field(
+        default_factory=list, description="Model-name globs never cached; wins over `models`.")
     # Endpoints: chat, responses, messages, generate, embeddings; empty = all.
-    routes: list[str] = Field(default_factory=list)
-    cache_truncated: bool = False  # store answers cut by max_tokens (finish_reason "length")
+    routes: list[Route] = Field(default_factory=list, description="Endpoints cached; empty = all.")
+    cache_truncated: bool = Field(
+        False, description="Also store answers cut by max_tokens (finish_reason length).")
 
 
 class SemanticCachePolicy(_Strict):
+    """Semantic cache: a question close enough in meaning to a stored one gets its answer."""
+
     enabled: bool = False
-    threshold: float = Field(0.90, ge=0.0, le=1.0)
-    ttl: Duration = 86400.0
-    version: str = ""  # knowledge/document version: bumping it makes every older entry miss
-    max_history_turns: int = Field(3, ge=1, le=100)  # longer conversations skip the layer
-    cache_tool_requests: bool = False  # requests with tool calls/results skip the layer by default
+    threshold: float = Field(0.90, ge=0.0, le=1.0, description="Similarity needed for a hit (0..1).")
+    ttl: Duration = Field(86400.0, description="How long an entry is kept (30s, 5m, 1h, 7d).")
+    version: str = Field(
+        "", description="Knowledge/document version: changing it makes every older entry miss. Quote it.")
+    max_history_turns: int = Field(3, ge=1, le=100, description="Longer conversations skip the layer.")
+    cache_tool_requests: bool = Field(False, description="Also cache requests that carry tool calls/results.")
     # Regexes (case-insensitive) of questions never written: time-sensitive words, PII.
-    exclude_patterns: list[str] = Field(default_factory=list)
+    exclude_patterns: list[Regex] = Field(
+        default_factory=list,
+        description="Case-insensitive regexes of questions this layer skips (time-sensitive words, personal data).")
     # Tenant lexicons for the second-stage guard: groups of terms that must not be swapped
     # (e.g. plan names, product names). Each group is a list of mutually exclusive terms.
-    exclusive_terms: list[list[str]] = Field(default_factory=list)
-
-    @field_validator("exclude_patterns")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for p in patterns:
-            re.compile(p)
-        return patterns
+    exclusive_terms: list[list[str]] = Field(
+        default_factory=list,
+        description="Groups of mutually exclusive terms (plan names, products): a hit must not swap them.")
 
 
 class PromptRewritePolicy(_Strict):
+    """Rewrite prompts into a stable prefix so provider prompt caches hit."""
+
     enabled: bool = False
     # Extra regexes of volatile content the tenant knows about (moved out of the stable prefix).
-    volatile_patterns: list[str] = Field(default_factory=list)
-    sort_tools: bool = True
-
-    @field_validator("volatile_patterns")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for p in patterns:
-            re.compile(p)
-        return patterns
+    volatile_patterns: list[Regex] = Field(
+        default_factory=list, description="Regexes of volatile content moved out of the stable prefix.")
+    sort_tools: bool = Field(True, description="Sort tool definitions by name so their order is stable.")
 
 
 class AnthropicCachePolicy(_Strict):
-    enabled: bool = True
-    ttl: Literal["auto", "5m", "1h"] = "auto"
+    enabled: bool = Field(True, description="Add cache_control breakpoints when the break-even says so.")
+    ttl: Literal["auto", "5m", "1h"] = Field("auto", description="Cache write TTL: auto picks by expected reuse.")
 
 
 class GeminiCachePolicy(_Strict):
-    enabled: bool = False
-    ttl: Duration = 3600.0
-    min_expected_reuses: float = Field(2.0, ge=1.0)  # prior for N before any re-use was observed
+    enabled: bool = Field(False, description="Create explicit CachedContent for long stable prefixes.")
+    ttl: Duration = Field(3600.0, description="CachedContent lifetime (30s, 5m, 1h, 7d).")
+    min_expected_reuses: float = Field(
+        2.0, ge=1.0, description="Expected re-uses assumed before any re-use was observed.")
 
 
 class OpenAICachePolicy(_Strict):
-    prompt_cache_key: Literal["auto", "off"] = "auto"
-    retention: Literal["unset", "in_memory", "24h"] = "unset"
+    prompt_cache_key: Literal["auto", "off"] = Field(
+        "auto", description="auto: send a prompt_cache_key derived from the stable prefix; off: never.")
+    retention: Literal["unset", "in_memory", "24h"] = Field(
+        "unset", description="prompt_cache_retention to request; unset sends nothing.")
 
 
 class ProviderCachePolicy(_Strict):
@@ -107,25 +164,20 @@ class ProviderCachePolicy(_Strict):
 
 
 class TenantPolicy(_Strict):
-    tenant: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    """One tenant's policy: one file in the policy folder, merged over `_defaults.yaml`."""
+
+    tenant: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$",
+                        description="The tenant's name: labels metrics, usage and cache entries.")
     # "sha256:<64 hex>" or "env:VARNAME"; never a plain key.
-    api_keys: list[str] = Field(min_length=1)
+    api_keys: list[KeyRef] = Field(
+        min_length=1, description="Keys that identify this tenant: sha256:<hex digest> or env:VARNAME.")
     # Whose vendor key goes upstream: the gateway's own (`gateway`) or the caller's (`passthrough`,
     # BYOK: the caller's key is sent to the vendor; it still must be a tenant key to get in).
-    upstream_keys: Literal["gateway", "passthrough"] = "gateway"
+    upstream_keys: Literal["gateway", "passthrough"] = Field(
+        "gateway",
+        description="gateway: the gateway's vendor keys go upstream; passthrough (BYOK): the caller's key does.")
     response_cache: ResponseCachePolicy = ResponseCachePolicy()
     semantic_cache: SemanticCachePolicy = SemanticCachePolicy()
     prompt_rewrite: PromptRewritePolicy = PromptRewritePolicy()
     provider_cache: ProviderCachePolicy = ProviderCachePolicy()
-    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
-
-    @field_validator("api_keys")
-    @classmethod
-    def _key_refs(cls, keys: list[str]) -> list[str]:
-        for key in keys:
-            if re.fullmatch(r"sha256:[0-9a-f]{64}", key):
-                continue
-            if re.fullmatch(r"env:[A-Za-z_][A-Za-z0-9_]*", key):
-                continue
-            raise ValueError("api_keys entries must be 'sha256:<64 lowercase hex>' or 'env:VARNAME', never a plain key")
-        return keys
+    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="Largest request body accepted, in bytes.")

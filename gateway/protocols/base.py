@@ -7,6 +7,7 @@ through this interface, so protocol specifics stay in `gateway/protocols/`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,6 +49,17 @@ class StreamParser(Protocol):
         """A vendor error seen mid-stream (the stream must then not be cached)."""
         ...
 
+    def end(self) -> list[Event]:
+        """The upstream stream ended (EOF). Returns the events only the end completes: a last event
+        sent without its blank line, and Gemini's `Finish` (its stream has no terminator, so it is
+        complete only when it ends after a chunk with a finishReason). Call it exactly once."""
+        ...
+
+    def answer(self) -> Answer | None:
+        """The complete answer folded from every event so far (with the vendor `extra` the stream
+        carried), or None until a `Finish` was seen or when an error arrived."""
+        ...
+
 
 class StreamRenderer(Protocol):
     """Renders neutral events as the adapter's SSE wire bytes."""
@@ -56,6 +68,11 @@ class StreamRenderer(Protocol):
 
     def close(self) -> bytes:
         """Trailing bytes after the last event (e.g. `data: [DONE]`)."""
+        ...
+
+    def error(self, status: int, message: str, code: str | None = None) -> bytes:
+        """A mid-stream error event in this protocol (after it, send nothing more, not even
+        `close()`): how a client learns that a translated upstream stream failed half-way."""
         ...
 
 
@@ -80,6 +97,21 @@ class ProtocolAdapter(Protocol):
     ) -> StreamRenderer: ...
 
     def error_body(self, status: int, message: str, code: str | None = None) -> dict[str, Any]: ...
+
+    def parse_error(self, status: int, body: bytes) -> tuple[str, str | None]:
+        """An upstream error body in this protocol → (message, code), to re-render it in the
+        client's dialect with the client adapter's `error_body` when the two differ."""
+        ...
+
+    def replay(
+        self, answer: Answer, request_body: dict[str, Any], response_id: str, include_usage: bool,
+        chunk_chars: int = 0,
+    ) -> Iterator[bytes]:
+        """A complete answer (a cache hit) as this protocol's SSE bytes, parsed by the SDK like a
+        live stream. Prefer it to `stream_renderer` for replays: knowing the whole answer up front
+        it can also replay what events do not carry (Anthropic's prompt usage in message_start,
+        refusals, thought signatures)."""
+        ...
 
     def upstream_stream_body(self, body: dict[str, Any]) -> tuple[dict[str, Any], SSEFilter | None]:
         """For a stream relayed in this protocol: the body to send upstream (e.g. OpenAI Chat asks

@@ -18,6 +18,14 @@ class StoreUnavailable(Exception):
     """The store did not answer in time, refused, or its circuit breaker is open."""
 
 
+class StoreCommandError(StoreUnavailable):
+    """The store answered but refused the command (Redis `OOM` when full, a wrong type).
+
+    Still a `StoreUnavailable` for callers (fail-open), but the circuit breaker does not count it:
+    a full Redis still serves reads, so refusing every call would only lose hits.
+    """
+
+
 class KVStore(ABC):
     name: str = "kv"
 

@@ -1,0 +1,49 @@
+"""The admin API (`Authorization: Bearer $GATEWAY_ADMIN_KEY`): policy reload and cache purge.
+Usage endpoints come from the usage layer's router."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import ORJSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from gateway.auth import check_admin
+
+if TYPE_CHECKING:
+    from gateway.assembly import Components
+
+
+class PurgeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant: str
+    layer: str | None = None  # response | semantic | provider; None = every layer
+    version: str | None = None  # semantic cache: only entries of this knowledge version
+
+
+def admin_router(parts: Components) -> APIRouter:
+    def require_admin(request: Request) -> None:
+        key = parts.settings.admin_key
+        check_admin(request.headers, key.get_secret_value() if key else None)
+
+    router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
+
+    @router.post("/policies/reload")
+    async def reload_policies() -> ORJSONResponse:
+        result = await parts.registry.areload()
+        return ORJSONResponse(result.to_dict(), status_code=200 if result.ok else 422)
+
+    @router.post("/cache/purge")
+    async def purge(req: PurgeRequest) -> ORJSONResponse:
+        layers = [req.layer] if req.layer else list(parts.purgers)
+        unknown = [name for name in layers if name not in parts.purgers]
+        if unknown:
+            return ORJSONResponse({"error": {"message": f"unknown layer {unknown[0]!r}; one of {list(parts.purgers)}",
+                                             "type": "invalid_request_error"}}, status_code=400)
+        removed: dict[str, Any] = {}
+        for name in layers:
+            removed[name] = await parts.purgers[name](req.tenant, req.version)
+        return ORJSONResponse({"tenant": req.tenant, "removed": removed})
+
+    return router

@@ -1,0 +1,168 @@
+"""The ASGI application: every endpoint of the contract, wired to the request path.
+
+`create_app(settings)` builds the whole gateway (policies, store, layers, upstream clients,
+vLLM pool) and returns a FastAPI app whose lifespan starts and stops them. Endpoint functions are
+thin: they name the protocol and hand the request to `Gateway.handle` or `passthrough.forward`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.responses import PlainTextResponse, Response
+
+from gateway.admin import admin_router
+from gateway.assembly import Components, build_components
+from gateway.config import Settings
+from gateway.errors import GatewayError, vendor_error_body
+from gateway.metrics import REGISTRY
+from gateway.passthrough import forward
+
+_GEMINI_VERSIONS = ("v1", "v1beta")
+
+
+def create_app(settings: Settings | None = None, components: Components | None = None) -> FastAPI:
+    settings = settings or Settings.load()
+    parts = components or build_components(settings)
+    gw = parts.gateway
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await parts.start()
+        try:
+            yield
+        finally:
+            await parts.stop()
+
+    app = FastAPI(title="llm-cache-gateway", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.components = parts
+
+    # ---- OpenAI ----
+    @app.post("/v1/chat/completions", tags=["openai"], openapi_extra=_body("OpenAI Chat Completions request"))
+    async def chat_completions(request: Request) -> Response:
+        return await gw.handle(request, "openai_chat", "chat")
+
+    @app.post("/v1/responses", tags=["openai"], openapi_extra=_body("OpenAI Responses request"))
+    async def responses(request: Request) -> Response:
+        return await gw.handle(request, "openai_responses", "responses")
+
+    @app.post("/v1/embeddings", tags=["openai"], openapi_extra=_body("OpenAI embeddings request"))
+    async def embeddings(request: Request) -> Response:
+        return await forward(gw, request, "openai_chat", "embeddings", "/embeddings")
+
+    @app.get("/v1/models", tags=["openai"])
+    async def models(request: Request) -> Response:
+        return await parts.list_models(request)
+
+    # ---- Anthropic ----
+    @app.post("/v1/messages", tags=["anthropic"], openapi_extra=_body("Anthropic Messages request"))
+    async def messages(request: Request) -> Response:
+        return await gw.handle(request, "anthropic_messages", "messages")
+
+    @app.post("/v1/messages/count_tokens", tags=["anthropic"], openapi_extra=_body("Anthropic count_tokens request"))
+    async def count_tokens(request: Request) -> Response:
+        return await forward(gw, request, "anthropic_messages", "count_tokens", "/v1/messages/count_tokens",
+                             provider_name="anthropic")
+
+    # ---- Gemini (google-genai 3.x defaults to v1, older SDKs and the docs use v1beta) ----
+    @app.post("/{version}/models/{target}", tags=["gemini"], openapi_extra=_body("Gemini generateContent request"))
+    async def gemini_generate(request: Request, version: str, target: str) -> Response:
+        model, _, action = target.partition(":")
+        if version not in _GEMINI_VERSIONS or action not in ("generateContent", "streamGenerateContent", "countTokens"):
+            return _not_found("gemini", request.url.path)
+        if action == "countTokens":
+            return await forward(gw, request, "gemini", "count_tokens", f"/{version}/models/{target}",
+                                 provider_name="gemini")
+        return await gw.handle(request, "gemini", "generate", path_model=model,
+                               path_stream=action == "streamGenerateContent", api_version=version)
+
+    ownership = parts.gateway.ownership
+
+    @app.api_route("/{version}/cachedContents", methods=["GET", "POST"], tags=["gemini"])
+    async def cached_contents(request: Request, version: str) -> Response:
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request.url.path)
+        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents",
+                             provider_name="gemini", method=request.method, ownership=ownership)
+
+    @app.api_route("/{version}/cachedContents/{name}", methods=["GET", "PATCH", "DELETE"], tags=["gemini"])
+    async def cached_content(request: Request, version: str, name: str) -> Response:
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request.url.path)
+        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
+                             provider_name="gemini", method=request.method, ownership=ownership)
+
+    # ---- health and metrics ----
+    @app.get("/healthz", tags=["ops"])
+    async def healthz() -> Response:
+        return PlainTextResponse("ok")
+
+    @app.get("/readyz", tags=["ops"])
+    async def readyz() -> Response:
+        # Ready once policies are loaded; never dependent on cache health (the caches fail open).
+        if parts.started and parts.registry.current is not None:
+            return PlainTextResponse("ready")
+        return PlainTextResponse("policies not loaded", status_code=503)
+
+    @app.get("/metrics", tags=["ops"])
+    async def metrics() -> Response:
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(admin_router(parts))
+    for router in parts.extra_routers:
+        app.include_router(router)
+
+    @app.exception_handler(GatewayError)
+    async def gateway_error(request: Request, exc: GatewayError) -> Response:
+        return _error(_vendor_of(request), exc.status, exc.message, exc.code)
+
+    @app.exception_handler(404)
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _not_found(_vendor_of(request), request.url.path)
+
+    @app.exception_handler(405)
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        return _error(_vendor_of(request), 405, f"Method {request.method} is not allowed on {request.url.path}.")
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        # A bug of ours: answer in the caller's shape, never with a traceback.
+        return _error(_vendor_of(request), 500, "The gateway failed to handle this request.", "internal_error")
+
+    return app
+
+
+def _body(description: str) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "description": description,
+                            "content": {"application/json": {"schema": {"type": "object"}}}}}
+
+
+def _vendor_of(request: Request) -> str:
+    path = request.url.path
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith("/v1beta/") or "cachedContents" in path or ":" in path:
+        return "gemini"
+    return "openai"
+
+
+def _error(vendor: str, status: int, message: str, code: str | None = None) -> Response:
+    import orjson
+
+    return Response(orjson.dumps(vendor_error_body(vendor, status, message, code)), status_code=status,
+                    media_type="application/json")
+
+
+def _not_found(vendor: str, path: str) -> Response:
+    return _error(vendor, 404, f"No such endpoint: {path}.", "not_found")
+
+
+def app_from_env() -> FastAPI:
+    """Factory for `uvicorn --factory` (multi-worker serve): settings from the environment."""
+    import os
+
+    return create_app(Settings.load(os.environ.get("GATEWAY_CONFIG")))

@@ -1,0 +1,104 @@
+"""Builds the gateway from settings: policies, the shared store, the layers in their order, the
+upstream clients and the vLLM pool. The one place that knows every layer; nothing else imports
+them all."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.auth import authenticate
+from gateway.cached_contents import CachedContentOwnership
+from gateway.config import Settings
+from gateway.errors import GatewayError
+from gateway.handler import Gateway
+from gateway.metrics import STAGE_ERRORS
+from gateway.passthrough import forward
+from gateway.pipeline import Pipeline, Stage
+from gateway.policy.registry import PolicyRegistry
+from gateway.providers import ProviderTable
+from gateway.respond import error_response
+from gateway.stores import open_store
+from gateway.stores.base import KVStore
+from gateway.upstream.client import UpstreamClients
+
+log = logging.getLogger("gateway")
+
+Purger = Callable[[str, str | None], Awaitable[Any]]
+
+
+@dataclass
+class Components:
+    settings: Settings
+    registry: PolicyRegistry
+    store: KVStore
+    providers: ProviderTable
+    pipeline: Pipeline
+    clients: UpstreamClients
+    gateway: Gateway
+    pool: Any = None  # the vLLM replica pool (gateway.routing), None without endpoints
+    extra_routers: list[APIRouter] = field(default_factory=list)
+    purgers: dict[str, Purger] = field(default_factory=dict)
+    background: list[Any] = field(default_factory=list)  # objects with start()/stop()
+    started: bool = False
+
+    async def start(self) -> None:
+        for part in self.background:
+            await part.start()
+        await self.pipeline.start()
+        self.started = True
+
+    async def stop(self) -> None:
+        self.started = False
+        await self.gateway.drain()
+        await self.pipeline.stop()
+        for part in reversed(self.background):
+            await part.stop()
+        await self.clients.close()
+        await self.store.close()
+
+    async def list_models(self, request: Request) -> Response:
+        """OpenAI's model list plus the models the vLLM pool serves. When OpenAI cannot be asked
+        (no key, unreachable) and a pool exists, the pool's list alone is answered."""
+        ctx = self.gateway.new_context(request, "openai_chat")
+        try:
+            authenticate(ctx, self.registry)
+        except GatewayError as exc:
+            return error_response(ctx, exc)
+        response = await forward(self.gateway, request, "openai_chat", "models", "/models",
+                                 provider_name="openai", method="GET")
+        names = sorted(self.pool.models()) if self.pool is not None else []
+        if not names:
+            return response
+        data: dict[str, Any] = {"object": "list", "data": []}
+        if response.status_code == 200:
+            try:
+                data = orjson.loads(bytes(response.body))
+            except orjson.JSONDecodeError:
+                pass
+        data.setdefault("data", []).extend(
+            {"id": name, "object": "model", "created": 0, "owned_by": "vllm"} for name in names
+        )
+        headers = {k: v for k, v in response.headers.items() if k.startswith("x-gateway-")}
+        return Response(orjson.dumps(data), media_type="application/json", headers=headers)
+
+
+def build_components(settings: Settings, *, registry: PolicyRegistry | None = None,
+                     store: KVStore | None = None, stages: list[Stage] | None = None) -> Components:
+    registry = registry or PolicyRegistry(settings.policies)
+    store = store or open_store(settings)
+    clients = UpstreamClients(settings)
+    providers = ProviderTable(settings)
+    layer_stages = stages if stages is not None else []
+    pipeline = Pipeline(layer_stages, on_stage_error=lambda stage, phase: STAGE_ERRORS.labels(stage, phase).inc())
+    gateway = Gateway(settings, registry, providers, pipeline, clients)
+    gateway.ownership = CachedContentOwnership(store)
+    return Components(settings=settings, registry=registry, store=store, providers=providers, pipeline=pipeline,
+                      clients=clients, gateway=gateway)

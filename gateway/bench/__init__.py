@@ -1,0 +1,1 @@
+"""Benchmark scripts (not tests): each prints its figures against a same-run baseline."""

@@ -1,0 +1,374 @@
+"""`llm-cache-gateway bench routing`: cache-aware routing against round robin, least loaded and consistent
+hashing, on emulated vLLM replicas with limited KV and a realistic prefill cost.
+
+    llm-cache-gateway bench routing [--workloads a,b,c] [--policies cache_aware,round_robin,...]
+                                    [--scale 1.0] [--concurrency 16] [--kv-blocks 2048] [--json out.json]
+
+A subprocess serves four emulated vLLM replicas (gateway/emulators/vllm_app.py: vLLM's block prefix cache
+with LRU eviction, `max_num_seqs` and a waiting queue; KV capacity `--kv-blocks` blocks of 16 tokens; the
+`realistic` latency preset of an 8B model on an H100: 30 ms + 250 µs per uncached prompt token + 10 µs per
+cached one, 12 ms per output token) and a fifth replica with unlimited KV for the upper bound. This process
+drives the real `Router` (its pool scrapes the replicas' /metrics for load) and streams each request to the
+chosen replica; TTFT runs from before the routing decision to the first content token. The replicas' caches
+and counters are reset between runs. Hit rates come from the replicas' own `vllm:prefix_cache_*` counters.
+
+Workloads: (a) multi-turn agent sessions (5–30 turns, a shared agent prompt, tool results appended each turn);
+(b) SGLang's generated-shared-prefix (groups × prompts, a long system prompt, a short question, shuffled);
+(c) agent sessions mixed with 20% one-off requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+MODEL = "Qwen/Qwen3-8B"
+POLICIES = ("cache_aware", "round_robin", "least_loaded", "consistent_hash")
+BOUND = "bound"
+
+
+# ---- workloads ------------------------------------------------------------------------------------------
+class Words:
+    """Random text of about `n` tokens: words that are one o200k token each (as SGLang's benchmark samples
+    random vocabulary tokens)."""
+
+    def __init__(self, seed: int) -> None:
+        from gateway.emulators.tokens import get_tokenizer
+
+        enc = get_tokenizer()._enc
+        words = []
+        for i in range(2_000, 60_000):
+            piece = enc.decode_single_token_bytes(i)
+            if piece.startswith(b" ") and 4 <= len(piece) <= 9 and piece[1:].isalpha() and piece[1:].islower():
+                words.append(piece.decode())
+        self.words, self.rng = words, random.Random(seed)
+
+    def text(self, n: int) -> str:
+        return "".join(self.rng.choices(self.words, k=max(1, n))).strip()
+
+
+@dataclass
+class Session:
+    messages: list[dict[str, str]]
+    followups: list[str] = field(default_factory=list)  # the user/tool message after each answer
+
+
+@dataclass
+class Workload:
+    name: str
+    title: str
+    sessions: list[Session]
+    output_tokens: int
+
+    @property
+    def requests(self) -> int:
+        return sum(1 + len(s.followups) for s in self.sessions)
+
+
+def agent_sessions(w: Words, rng: random.Random, n: int) -> list[Session]:
+    system = "You are a coding agent. Tools: read_file, run_tests, apply_patch. " + w.text(800)
+    return [
+        Session([{"role": "system", "content": system}, {"role": "user", "content": "Task: " + w.text(300)}],
+                ["Tool result: " + w.text(rng.randint(100, 300)) for _ in range(rng.randint(5, 30) - 1)])
+        for _ in range(n)
+    ]
+
+
+def make_workloads(scale: float, seed: int) -> dict[str, Workload]:
+    w, rng = Words(seed), random.Random(seed)
+    a = agent_sessions(w, rng, max(4, round(32 * scale)))
+    groups, per_group = max(4, round(64 * scale)), 6
+    systems = [w.text(1500) for _ in range(groups)]
+    b = [Session([{"role": "system", "content": systems[g]}, {"role": "user", "content": w.text(100)}])
+         for g in range(groups) for _ in range(per_group)]
+    rng.shuffle(b)
+    c_sessions = agent_sessions(w, rng, max(4, round(24 * scale)))
+    session_requests = sum(1 + len(s.followups) for s in c_sessions)
+    one_offs = [Session([{"role": "user", "content": w.text(rng.randint(1000, 3000))}])
+                for _ in range(session_requests // 4)]  # 20% of all requests
+    c = c_sessions + one_offs
+    rng.shuffle(c)
+    return {
+        "a": Workload("a", f"(a) agent sessions: {len(a)} sessions of 5-30 turns", a, 24),
+        "b": Workload("b", f"(b) generated shared prefix: {groups} groups x {per_group} prompts, "
+                           "1500-token system prompt, 100-token question", b, 24),
+        "c": Workload("c", f"(c) mixed: {len(c_sessions)} agent sessions + {len(one_offs)} one-off requests (20%)",
+                      c, 24),
+    }
+
+
+# ---- one run --------------------------------------------------------------------------------------------
+@dataclass
+class Result:
+    policy: str
+    hit_rate: float
+    ttft: list[float]
+    wall: float
+    requests: int
+    per_replica: Counter[str]
+    errors: int
+
+    def q(self, p: float) -> float:
+        s = sorted(self.ttft)
+        return s[min(len(s) - 1, int(p * len(s)))] if s else float("nan")
+
+    @property
+    def imbalance(self) -> float:
+        counts = list(self.per_replica.values())
+        return max(counts) / statistics.mean(counts) if counts and statistics.mean(counts) else float("nan")
+
+
+async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], out: int) -> tuple[int, str, float]:
+    """Stream one chat completion; (status, text, perf_counter() at the first content token)."""
+    first, parts = 0.0, []
+    async with http.post(base + "/chat/completions", data=orjson.dumps(body),
+                         headers={"content-type": "application/json", "x-emulator-output-tokens": str(out)}) as resp:
+        if resp.status != 200:
+            await resp.read()
+            return resp.status, "", 0.0
+        async for line in resp.content:
+            if not line.startswith(b"data: ") or line.startswith(b"data: [DONE]"):
+                continue
+            chunk = orjson.loads(line[6:])
+            for choice in chunk.get("choices") or []:
+                piece = (choice.get("delta") or {}).get("content")
+                if piece:
+                    first = first or time.perf_counter()
+                    parts.append(piece)
+    return 200, "".join(parts), first
+
+
+async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl: Workload,
+                  concurrency: int, params: dict[str, Any]) -> Result:
+    from gateway.config import RoutingConfig
+    from gateway.routing.pool import ReplicaPool
+    from gateway.routing.router import Router
+    from gateway.routing.scrape import parse_metrics
+    from gateway.routing.sessions import session_key
+    from gateway.stores.memory import MemoryStore
+
+    for url in urls:  # empty caches and zeroed counters: every policy starts cold
+        async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
+            resp.raise_for_status()
+    routing = RoutingConfig(policy=policy if policy != BOUND else "round_robin", health_interval=1.0,
+                            metrics_interval=0.5, params=params)
+    router = Router(ReplicaPool(urls, routing=routing, session=http), store=MemoryStore())
+    await router.start()
+    queue = list(reversed(wl.sessions))
+    ttfts: list[float] = []
+    per_replica: Counter[str] = Counter({r: 0 for r in router.pool.replicas})
+    errors = 0
+
+    async def worker() -> None:
+        nonlocal errors
+        while queue:
+            session = queue.pop()
+            messages = list(session.messages)
+            for turn in range(1 + len(session.followups)):
+                body = {"model": MODEL, "messages": messages, "stream": True, "max_tokens": wl.output_tokens}
+                t0 = time.perf_counter()
+                decision = await router.decide(router.request(body, session_key(body)))
+                replica = decision.replica
+                router.begin(replica)
+                try:
+                    status, text, first = await _send(http, replica.base_url, body, wl.output_tokens)
+                except aiohttp.ClientError:
+                    status, text, first = 599, "", 0.0
+                router.end(replica, ok=status == 200, status=status)
+                per_replica[replica.name] += 1
+                if status != 200:
+                    errors += 1
+                    break
+                ttfts.append(first - t0)
+                if turn < len(session.followups):
+                    messages = [*messages, {"role": "assistant", "content": text},
+                                {"role": "user", "content": session.followups[turn]}]
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall = time.perf_counter() - start
+    await router.stop()
+    hits = queries = 0.0
+    for url in urls:
+        async with http.get(url + "/metrics") as resp:
+            stats = parse_metrics(await resp.text())
+        hits, queries = hits + (stats.hits or 0), queries + (stats.queries or 0)
+    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), per_replica, errors)
+
+
+# ---- replicas subprocess --------------------------------------------------------------------------------
+def serve(ports: list[int], kv_blocks: list[int], max_num_seqs: list[int], latency: str) -> None:
+    """The replica subprocess: one emulated vLLM replica per port."""
+    import uvicorn
+
+    from gateway.emulators.faults import FaultController
+    from gateway.emulators.latency import parse_latency
+    from gateway.emulators.vllm_app import VLLMConfig, VLLMReplica
+    from gateway.emulators.web import EmulatorState
+
+    async def main() -> None:
+        state = EmulatorState(latency=parse_latency(latency))
+        servers = []
+        for i, (port, kv, seqs) in enumerate(zip(ports, kv_blocks, max_num_seqs, strict=True)):
+            replica = VLLMReplica(state, FaultController(), VLLMConfig(kv_capacity_blocks=kv, max_num_seqs=seqs), i)
+            config = uvicorn.Config(replica.app, host="127.0.0.1", port=port, log_level="warning",
+                                    access_log=False, lifespan="off")
+            servers.append(uvicorn.Server(config))
+        await asyncio.gather(*(s.serve() for s in servers))
+
+    asyncio.run(main())
+
+
+def _free_ports(n: int) -> list[int]:
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Replicas:
+    """The replica subprocess: `n` limited replicas and one unlimited (the bound)."""
+
+    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str) -> None:
+        self.ports = _free_ports(n + 1)
+        kv = [kv_blocks] * n + [4_000_000]
+        seqs = [max_num_seqs] * n + [4096]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway.bench.routing", "--serve", "--ports", ",".join(map(str, self.ports)),
+             "--kv", ",".join(map(str, kv)), "--seqs", ",".join(map(str, seqs)), "--latency", latency])
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports[:n]]
+        self.bound_url = f"http://127.0.0.1:{self.ports[n]}"
+
+    async def wait(self, http: aiohttp.ClientSession) -> None:
+        deadline = time.monotonic() + 60
+        for url in [*self.urls, self.bound_url]:
+            while True:
+                try:
+                    async with http.get(url + "/health") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("the emulated vLLM replicas did not start")
+                await asyncio.sleep(0.1)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# ---- report ---------------------------------------------------------------------------------------------
+def report(wl: Workload, results: dict[str, Result]) -> tuple[list[str], dict[str, bool]]:
+    bound = results.get(BOUND)
+    rr = results.get("round_robin")
+    lines = [wl.title + f" ({wl.requests} requests)",
+             f"  {'policy':<16}{'hit rate':>9}{'/bound':>8}{'TTFT p50':>10}{'TTFT p99':>10}{'req/s':>8}"
+             f"{'imbalance':>10}{'p50 vs rr':>10}{'errors':>7}"]
+    for name, r in results.items():
+        vs_bound = f"{r.hit_rate / bound.hit_rate:8.2f}" if bound and bound.hit_rate else f"{'-':>8}"
+        vs_rr = f"{rr.q(0.5) / r.q(0.5):9.2f}x" if rr and r.q(0.5) > 0 else f"{'-':>10}"
+        imbalance = f"{r.imbalance:10.2f}" if name != BOUND else f"{'-':>10}"
+        label = "bound*" if name == BOUND else name
+        lines.append(f"  {label:<16}{r.hit_rate:9.3f}{vs_bound}{r.q(0.5) * 1000:8.0f}ms{r.q(0.99) * 1000:8.0f}ms"
+                     f"{r.requests / r.wall:8.1f}{imbalance}{vs_rr}{r.errors:7d}")
+    checks: dict[str, bool] = {}
+    ca = results.get("cache_aware")
+    if ca is not None:
+        if bound is not None and wl.name in ("a", "b"):
+            checks[f"{wl.name}: hit rate >= 0.9 x bound"] = ca.hit_rate >= 0.9 * bound.hit_rate
+        if rr is not None:
+            checks[f"{wl.name}: TTFT p50 >= 2x better than round_robin"] = rr.q(0.5) >= 2 * ca.q(0.5)
+        checks[f"{wl.name}: imbalance <= 1.3"] = ca.imbalance <= 1.3
+    lines.append("  * bound: the same workload on one replica with unlimited KV (the best hit rate possible)")
+    return lines, checks
+
+
+async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
+    policies = [p for p in args.policies.split(",") if p]
+    workloads = make_workloads(args.scale, args.seed)
+    chosen = [workloads[w] for w in args.workloads.split(",") if w]
+    replicas = Replicas(args.replicas, args.kv_blocks, args.max_num_seqs, args.latency)
+    out: dict[str, Any] = {}
+    all_checks: dict[str, bool] = {}
+    connector = aiohttp.TCPConnector(limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
+            await replicas.wait(http)
+            print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
+                  f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
+                  "clients; the router is driven directly (real pool, policies and HTTP to the replicas)\n")
+            for wl in chosen:
+                results: dict[str, Result] = {}
+                for policy in [*policies, BOUND]:
+                    urls = [replicas.bound_url] if policy == BOUND else replicas.urls
+                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency, orjson.loads(args.params))
+                lines, checks = report(wl, results)
+                print("\n".join(lines) + "\n", flush=True)
+                all_checks.update(checks)
+                out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
+                                    "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
+                                    "per_replica": dict(r.per_replica), "errors": r.errors}
+                                for p, r in results.items()}
+    finally:
+        replicas.stop()
+    for name, ok in all_checks.items():
+        print(f"  [{'PASS' if ok else 'FAIL'}] cache_aware {name}")
+    figures.update(results=out, checks=all_checks)
+    return 0 if all(all_checks.values()) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="llm-cache-gateway bench routing", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workloads", default="a,b,c")
+    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--replicas", type=int, default=4)
+    p.add_argument("--kv-blocks", type=int, default=2048, help="KV capacity of each replica, 16-token blocks")
+    p.add_argument("--max-num-seqs", type=int, default=8)
+    p.add_argument("--latency", default="realistic", help="emulator latency preset or spec")
+    p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--json", default=None, help="also write the figures to this file")
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--ports", default="", help=argparse.SUPPRESS)
+    p.add_argument("--kv", default="", help=argparse.SUPPRESS)
+    p.add_argument("--seqs", default="", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.serve:
+        serve([int(x) for x in args.ports.split(",")], [int(x) for x in args.kv.split(",")],
+              [int(x) for x in args.seqs.split(",")], args.latency)
+        return 0
+    figures: dict[str, Any] = {}
+    code = asyncio.run(bench(args, figures))
+    if args.json:
+        Path(args.json).write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

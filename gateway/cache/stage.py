@@ -1,0 +1,272 @@
+"""The exact response cache as a pipeline stage.
+
+before(): decide whether the layer applies (`bypass` when the tenant, route or model has it off, on
+`Cache-Control: no-store`, or when a replay could not reproduce the reply), compute the key, look
+the entry up (a hit short-circuits the request), and on a miss join the single-flight: the first
+request leads (goes upstream), identical requests follow it (`Hit(status="miss")` with the leader's
+live events or its answer). `Cache-Control: no-cache` skips the lookup and the flight but still stores.
+
+after(): store the leader's answer when it is complete, successful, produced by the upstream call
+this request made, and storable by policy; then wake the followers and release the lock. Store
+failures are logged, counted and otherwise ignored (fail-open).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import time
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.answer import Answer, Event, Finish, Start
+from gateway.cache import entry as entries
+from gateway.cache.key import cache_key, entry_key, lock_key, unreplayable
+from gateway.cache.purge import purge
+from gateway.cache.singleflight import Flight, LocalFlights, ReplicaLock, wait_for_remote
+from gateway.context import RequestContext
+from gateway.metrics import CACHE_LOOKUPS
+from gateway.pipeline import Hit, Stage
+from gateway.policy.models import ResponseCachePolicy
+from gateway.stores.base import KVStore, StoreUnavailable
+
+log = logging.getLogger("gateway.cache")
+
+LAYER = "response"
+# Finish reasons of a complete answer worth replaying. `length` only with `cache_truncated`;
+# `content_filter` and anything unknown are never stored (they may not repeat).
+STORABLE_FINISH = frozenset({"stop", "tool_calls"})
+# The handler calls every callable in ctx.scratch[EVENT_TAPS] with each neutral event it parses from
+# the upstream answer, as it arrives: that is how stream followers get the leader's chunks live.
+EVENT_TAPS = "event_taps"
+_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate"})
+
+
+@dataclass(eq=False)
+class _State:
+    digest: str
+    entry_key: str
+    may_store: bool = True
+    flight: Flight | None = None
+    finalizer: weakref.finalize | None = None
+    lock: ReplicaLock | None = None
+
+
+class ResponseCacheStage(Stage):
+    name = "response_cache"
+
+    def __init__(self, store: KVStore, *, lock_ttl: float = 10.0, max_wait: float = 60.0,
+                 idle_timeout: float = 600.0, follower_retries: int = 2) -> None:
+        """`store`: from `gateway.stores.open_store(settings)`. `lock_ttl`: cross-replica lock
+        lifetime (kept alive while the leader runs). `max_wait`: longest a replica waits for another
+        replica's leader before calling upstream itself. `idle_timeout`: longest a follower waits
+        without news from its leader (use settings.read_timeout). `follower_retries`: how often a
+        follower whose leader failed tries again (joining or leading a new flight) before it goes
+        upstream on its own."""
+        self.store = store
+        self.flights = LocalFlights()
+        self.lock_ttl = lock_ttl
+        self.max_wait = max_wait
+        self.idle_timeout = idle_timeout
+        self.follower_retries = follower_retries
+        self._last_warning = 0.0
+
+    # ---- before -------------------------------------------------------------------------------
+    async def before(self, ctx: RequestContext) -> Hit | None:
+        policy = ctx.policy.response_cache if ctx.policy is not None else None
+        reason = skip_reason(ctx, policy)
+        if reason is not None or policy is None:
+            ctx.cache_status = "bypass"
+            ctx.record["response_cache_skip"] = reason
+            CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
+            return None
+        digest = cache_key(ctx, user_scope=policy.scope == "user")
+        state = _State(digest, entry_key(ctx.tenant, digest))
+        ctx.scratch[self.name] = state
+        if ctx.no_cache:  # fresh answer wanted: no lookup, no flight, still stored
+            ctx.cache_status = "bypass"
+            ctx.record["response_cache_skip"] = "no-cache"
+            CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
+            return None
+
+        try:
+            blob = await self.store.get(state.entry_key)
+        except StoreUnavailable as exc:
+            CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
+            self._warn("response cache lookup failed; treated as a miss", ctx, exc)
+            blob = None
+        else:
+            CACHE_LOOKUPS.labels(layer=LAYER, result="hit" if blob is not None else "miss").inc()
+        answer = await self._read(state, blob, ctx.tenant)
+        if answer is not None:
+            state.may_store = False
+            return _hit(ctx, "response-hit", answer)
+        return await self._coalesce(ctx, state)
+
+    async def _coalesce(self, ctx: RequestContext, state: _State) -> Hit | None:
+        for _ in range(self.follower_retries + 1):
+            flight, leader = self.flights.join(state.entry_key + str(id(ctx)))
+            if leader:
+                return await self._lead(ctx, state, flight)
+            state.may_store = False
+            if ctx.stream:
+                outcome = await flight.first(self.idle_timeout)
+                if outcome == "events":
+                    return Hit(status="miss", events=self._follow(ctx, flight))
+                answer = flight.answer if outcome == "answer" else None
+            else:
+                answer = await flight.result(self.idle_timeout)
+            if answer is not None:
+                return _hit(ctx, "miss", answer, coalesced=True)
+            state.may_store = True  # the leader failed: try again, as a follower or the leader
+        return None  # go upstream alone
+
+    async def _lead(self, ctx: RequestContext, state: _State, flight: Flight) -> Hit | None:
+        state.flight = flight
+        state.finalizer = self.flights.watch(ctx, flight)
+        ctx.scratch.setdefault(EVENT_TAPS, []).append(flight.publish)
+        lock = ReplicaLock(self.store, lock_key(ctx.tenant, state.digest), self.lock_ttl)
+        deadline = time.monotonic() + self.max_wait
+        while True:
+            won = await lock.acquire(alive=lambda: not flight.done)
+            if won is None:  # store unavailable: lead without the cross-replica lock
+                return None
+            if won:
+                state.lock = lock
+                # Another replica may have stored it between our lookup and our lock.
+                answer = await self._read(state, await self._get(state.entry_key), ctx.tenant)
+                if answer is None:
+                    return None  # go upstream; after() stores, wakes followers, unlocks
+                await self._settle(state, answer)
+                return _hit(ctx, "response-hit", answer)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            blob = await wait_for_remote(self.store, state.entry_key, lock.key, remaining)
+            answer = await self._read(state, blob, ctx.tenant)
+            if answer is not None:
+                await self._settle(state, answer)
+                return _hit(ctx, "miss", answer, coalesced=True)
+            # The other replica's lock went away without an entry (or the wait ran out): retry.
+
+    async def _settle(self, state: _State, answer: Answer) -> None:
+        """The leader found the answer without going upstream: hand it to its followers now
+        rather than after its own response is written."""
+        state.may_store = False
+        await self._release(state, answer)
+
+    async def _release(self, state: _State, answer: Answer | None) -> None:
+        if state.flight is not None:
+            self.flights.finish(state.flight, answer)
+            if state.finalizer is not None:
+                state.finalizer.detach()
+            state.flight = state.finalizer = None
+        if state.lock is not None:
+            lock, state.lock = state.lock, None
+            await lock.release()
+
+    async def _follow(self, ctx: RequestContext, flight: Flight) -> AsyncIterator[Event]:
+        saved: dict[str, Any] = {"layer": LAYER, "coalesced": True, "usage_raw": {},
+                                 "provider": ctx.provider, "model": ctx.model}
+        ctx.record["saved_from"] = saved
+        async for event in flight.subscribe(self.idle_timeout):
+            if isinstance(event, Start) and event.model:
+                saved["model"] = event.model
+            elif isinstance(event, Finish):
+                saved["usage_raw"] = event.usage_raw
+            yield event
+
+    async def _get(self, key: str) -> bytes | None:
+        try:
+            return await self.store.get(key)
+        except StoreUnavailable:
+            return None
+
+    async def _read(self, state: _State, blob: bytes | None, tenant: str) -> Answer | None:
+        if blob is None:
+            return None
+        try:
+            return entries.decode(blob, tenant, state.digest)
+        except entries.BadEntry as exc:
+            log.warning("unreadable response-cache entry dropped", extra={"error": str(exc)})
+            try:
+                await self.store.delete(state.entry_key)
+            except StoreUnavailable:
+                pass
+            return None
+
+    # ---- after --------------------------------------------------------------------------------
+    async def after(self, ctx: RequestContext) -> None:
+        state: _State | None = ctx.scratch.get(self.name)
+        if state is None:
+            return
+        answer = ctx.answer
+        try:
+            if state.may_store and answer is not None and ctx.answered_by == "upstream" and ctx.policy is not None:
+                policy = ctx.policy.response_cache
+                if storable(answer, policy):
+                    await self._store(ctx, state, answer, policy.ttl)
+        finally:
+            await self._release(state, answer)
+
+    async def _store(self, ctx: RequestContext, state: _State, answer: Answer, ttl: float) -> None:
+        blob = entries.encode(answer, ctx.tenant, state.digest)
+        try:
+            await self.store.set(state.entry_key, blob, ttl=ttl)
+        except StoreUnavailable as exc:
+            self._warn("response cache write failed; answer not stored", ctx, exc)
+
+    async def purge(self, tenant: str, version: str | None = None) -> int:
+        """Remove every response-cache entry of `tenant`; the number removed. (`version` belongs to
+        the semantic layer; it is accepted so every layer's purge has the admin API's signature.)"""
+        return await purge(self.store, tenant)
+
+    async def stop(self) -> None:
+        await self.store.close()
+
+    def _warn(self, message: str, ctx: RequestContext, exc: Exception) -> None:
+        # Once every few seconds at most: during an outage every request would log the same line.
+        now = time.monotonic()
+        if now - self._last_warning >= 5.0:
+            self._last_warning = now
+            log.warning(message, extra={"request_id": ctx.request_id, "tenant": ctx.tenant, "error": str(exc)})
+
+
+def skip_reason(ctx: RequestContext, policy: ResponseCachePolicy | None) -> str | None:
+    """Why the layer does not apply to this request (the x-gateway-cache is then `bypass`)."""
+    if policy is None or not policy.enabled:
+        return "disabled"
+    if ctx.no_store:
+        return "no-store"
+    if ctx.endpoint not in _GENERATION_ENDPOINTS:
+        return "endpoint"
+    if policy.routes and ctx.endpoint not in policy.routes:
+        return "route"
+    if policy.models and not any(fnmatch.fnmatchcase(ctx.model, p) for p in policy.models):
+        return "model"
+    if any(fnmatch.fnmatchcase(ctx.model, p) for p in policy.exclude_models):
+        return "model"
+    if policy.scope == "user" and not ctx.user:
+        return "no user"  # user scope without a user: no safe scope, so no caching
+    return unreplayable(ctx.adapter.name, ctx.body)
+
+
+def storable(answer: Answer, policy: ResponseCachePolicy) -> bool:
+    if answer.finish_reason in STORABLE_FINISH:
+        return True
+    return answer.finish_reason == "length" and policy.cache_truncated
+
+
+def _hit(ctx: RequestContext, status: str, answer: Answer, coalesced: bool = False) -> Hit:
+    ctx.cache_status = status
+    saved: dict[str, Any] = {"layer": LAYER, "usage_raw": answer.usage_raw, "provider": answer.provider,
+                             "model": answer.model}
+    if coalesced:
+        saved["coalesced"] = True
+    ctx.record["saved_from"] = saved
+    return Hit(status=status, answer=answer)
+
+
+__all__ = ["EVENT_TAPS", "ResponseCacheStage", "purge", "skip_reason", "storable"]

@@ -1,0 +1,132 @@
+"""`llm-cache-gateway` (also `python -m gateway`): serve, demo, policy validate, emulator, lint,
+report and bench. Each subcommand imports what it needs only when it runs, so `--help` is instant."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+BENCHMARKS = {
+    "all": "gateway.bench.all",
+    "core": "gateway.bench.core",
+    "response-cache": "gateway.bench.response_cache",
+    "semantic": "gateway.bench.semantic",
+    "semantic-lookup": "gateway.bench.semantic_lookup",
+    "cost": "gateway.bench.cost",
+    "routing": "gateway.bench.routing",
+    "usage": "gateway.bench.usage",
+    "emulator": "gateway.bench.emulator",
+    "protocols": "gateway.bench.protocols",
+    "litellm": "gateway.bench.litellm_side_by_side",
+    "load": "gateway.bench.load",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="llm-cache-gateway", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1, or GATEWAY_HOST)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8080, or GATEWAY_PORT)")
+    serve.add_argument("--policies", default=None, help="policy folder (default ./policies, or GATEWAY_POLICIES)")
+    serve.add_argument("--config", default=None, help="YAML config file (same names as the settings)")
+    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    serve.add_argument("--log-level", default="info")
+
+    demo = sub.add_parser("demo", help="run emulators + gateway and replay a realistic workload")
+    demo.add_argument("--requests", type=int, default=0, help="scale the workload (0: the default size)")
+    demo.add_argument("--redis-url", default=None, help="use this Redis instead of the embedded store")
+
+    policy = sub.add_parser("policy", help="policy tools")
+    policy_sub = policy.add_subparsers(dest="policy_command", required=True)
+    validate = policy_sub.add_parser("validate", help="validate policy YAML (exit 1 with file, line, field)")
+    validate.add_argument("path")
+
+    emulator = sub.add_parser("emulator", help="run the vendor emulators as a server")
+    emulator.add_argument("--host", default="127.0.0.1")
+    emulator.add_argument("--port", type=int, default=9000)
+    emulator.add_argument("--vllm-replicas", type=int, default=0)
+
+    lint = sub.add_parser("lint", help="find cache-breaking patterns in a request body")
+    lint.add_argument("request", help="a JSON request body (OpenAI, Anthropic or Gemini shape)")
+    lint.add_argument("--protocol", default=None, help="openai_chat | openai_responses | anthropic_messages | gemini")
+
+    report = sub.add_parser("report", help="usage report per tenant and template")
+    report.add_argument("--tenant", default=None)
+    report.add_argument("--since", default="7d")
+    report.add_argument("--config", default=None)
+
+    bench = sub.add_parser("bench", help="benchmarks (print ratios against a same-run baseline)")
+    bench.add_argument("name", choices=sorted(BENCHMARKS))
+    bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "demo":
+        from gateway.demo import run_demo
+
+        return run_demo(requests=args.requests, redis_url=args.redis_url)
+    if args.command == "policy":
+        from gateway.policy.cli import validate_command
+
+        return validate_command(args.path)
+    if args.command == "emulator":
+        from gateway.emulators.server import run
+
+        run(port=args.port, vllm_replicas=args.vllm_replicas, host=args.host)
+        return 0
+    if args.command == "lint":
+        from gateway.rewrite.lint import lint_command
+
+        return lint_command(args.request, args.protocol)
+    if args.command == "report":
+        from gateway.config import Settings
+        from gateway.usage.report import report_command
+
+        return report_command(Settings.load(args.config), args.tenant, args.since)
+    if args.command == "bench":
+        module = importlib.import_module(BENCHMARKS[args.name])
+        return int(module.main(args.args) or 0)
+    return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway import logs
+    from gateway.config import Settings
+    from gateway.policy.issues import PolicyError
+
+    logs.configure(args.log_level)
+    settings = Settings.load(args.config, host=args.host, port=args.port, policies=args.policies)
+    if args.workers > 1:
+        # Workers import the app factory themselves; settings travel through the environment.
+        os.environ.setdefault("GATEWAY_POLICIES", str(settings.policies))
+        if args.config:
+            os.environ["GATEWAY_CONFIG"] = args.config
+        uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host, port=settings.port,
+                    workers=args.workers, loop="uvloop", http="httptools", log_config=None, access_log=False,
+                    timeout_graceful_shutdown=30)
+        return 0
+    from gateway.app import create_app
+
+    try:
+        app = create_app(settings)
+    except PolicyError as exc:
+        print(f"policies: {exc}", file=sys.stderr)
+        return 1
+    uvicorn.run(app, host=settings.host, port=settings.port, loop="uvloop", http="httptools", log_config=None,
+                access_log=False, timeout_graceful_shutdown=30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

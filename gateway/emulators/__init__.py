@@ -1,0 +1,11 @@
+"""Vendor emulators: OpenAI, Anthropic, Gemini, DeepSeek and vLLM replicas that follow each vendor's caching
+rules and usage fields. The ground truth for the tests, the demo and every benchmark (docs/emulators.md)."""
+
+from gateway.emulators.clock import Clock
+from gateway.emulators.faults import FAULT_HEADER, Fault, FaultController, Faults
+from gateway.emulators.harness import EmulatorSet
+from gateway.emulators.latency import LatencyModel, parse_latency
+from gateway.emulators.vllm_app import VLLMConfig
+
+__all__ = ["FAULT_HEADER", "Clock", "EmulatorSet", "Fault", "FaultController", "Faults", "LatencyModel",
+           "VLLMConfig", "parse_latency"]

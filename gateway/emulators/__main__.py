@@ -1,0 +1,3 @@
+from gateway.emulators.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,330 @@
+"""Turn a cached answer or an upstream response into the client's HTTP response.
+
+Four shapes, each stream or not:
+- a cached `Answer` (response or semantic hit), rendered by the client's adapter;
+- a live feed of events (a single-flight follower riding another request's upstream call);
+- an upstream answer in the client's own protocol: bytes relayed as they arrive, untouched
+  (except the usage chunk the gateway asked for and the client did not), parsed on the side for
+  usage and the caches;
+- an upstream answer in another protocol (cross-protocol): parsed into events and re-rendered.
+
+`ctx.answer` is set only when the answer is complete and successful; `done(ctx)` then runs the
+post-stages (usage, stores) in the background, so they never delay the client.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+
+import orjson
+from starlette.responses import Response, StreamingResponse
+
+from gateway.answer import Answer, AnswerBuilder, Event
+from gateway.context import RequestContext
+from gateway.errors import GatewayError
+from gateway.pipeline import Hit
+from gateway.protocols.base import SSEFilter, StreamParser
+from gateway.upstream.call import Upstream
+
+log = logging.getLogger("gateway.respond")
+
+Done = Callable[[RequestContext], None]
+REPLAY_CHUNK_CHARS = 48  # a replayed stream arrives in word-sized pieces, like a live one
+_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+_ANSWERED_BY = {"response-hit": "response-cache", "semantic-hit": "semantic-cache"}
+
+
+def gateway_headers(ctx: RequestContext) -> dict[str, str]:
+    headers = {"x-gateway-request-id": ctx.request_id, "x-gateway-cache": ctx.cache_status}
+    if ctx.similarity is not None:
+        headers["x-gateway-similarity"] = f"{ctx.similarity:.4f}"
+    return headers
+
+
+def json_response(ctx: RequestContext, status: int, body: bytes, extra: dict[str, str] | None = None) -> Response:
+    headers = gateway_headers(ctx)
+    if extra:
+        headers = {**extra, **headers}
+    headers.pop("content-type", None)
+    return Response(body, status_code=status, headers=headers, media_type="application/json")
+
+
+def error_response(ctx: RequestContext, exc: GatewayError) -> Response:
+    ctx.status, ctx.error = exc.status, exc.message
+    body = ctx.adapter.error_body(exc.status, exc.message, exc.code)
+    return json_response(ctx, exc.status, orjson.dumps(body))
+
+
+def _stream(ctx: RequestContext, body: AsyncIterator[bytes], extra: dict[str, str] | None = None) -> Response:
+    headers = {**(extra or {}), **_SSE_HEADERS, **gateway_headers(ctx)}
+    headers.pop("content-type", None)
+    return StreamingResponse(body, status_code=200, headers=headers, media_type="text/event-stream")
+
+
+# ---- cached answers ---------------------------------------------------------------------------
+
+
+def respond_hit(ctx: RequestContext, hit: Hit, done: Done) -> Response:
+    ctx.cache_status = hit.status
+    ctx.similarity = hit.similarity
+    ctx.answered_by = _ANSWERED_BY.get(hit.status, "single-flight")
+    if hit.answer is not None:
+        events: AsyncIterator[Event] | Iterable[Event] = hit.answer.events(REPLAY_CHUNK_CHARS if ctx.stream else 0)
+    elif hit.events is not None:
+        events = hit.events
+    else:
+        raise ValueError("a Hit carries an answer or events")
+    if ctx.stream:
+        return _stream(ctx, _render_events(ctx, events, done))
+    return _answer_from_events(ctx, events, done)
+
+
+async def _aiter(events: AsyncIterator[Event] | Iterable[Event]) -> AsyncIterator[Event]:
+    if isinstance(events, AsyncIterator):
+        async for event in events:
+            yield event
+    else:
+        for event in events:
+            yield event
+
+
+async def _render_events(ctx: RequestContext, events: AsyncIterator[Event] | Iterable[Event],
+                         done: Done) -> AsyncIterator[bytes]:
+    renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
+    builder = AnswerBuilder(ctx.provider)
+    try:
+        async for event in _aiter(events):
+            builder.add(event)
+            out = renderer.render(event)
+            if out:
+                if ctx.ttft_s is None:
+                    ctx.ttft_s = ctx.elapsed()
+                yield out
+        yield renderer.close()
+        _complete(ctx, builder.answer(), ctx.answered_by or "single-flight")
+    finally:
+        _finish(ctx, done)
+
+
+def _answer_from_events(ctx: RequestContext, events: AsyncIterator[Event] | Iterable[Event],
+                        done: Done) -> Response:
+    if isinstance(events, AsyncIterator):
+        # A follower waiting on a live feed: gather it, then answer in one piece.
+        async def gather() -> AsyncIterator[bytes]:
+            builder = AnswerBuilder(ctx.provider)
+            try:
+                async for event in events:
+                    builder.add(event)
+                answer = builder.answer()
+                if answer is None:
+                    raise GatewayError(502, "The upstream answer this request was waiting for failed.")
+                _complete(ctx, answer, ctx.answered_by or "single-flight")
+                yield orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
+            finally:
+                _finish(ctx, done)
+
+        return _GatheredResponse(ctx, gather())
+    builder = AnswerBuilder(ctx.provider)
+    for event in events:
+        builder.add(event)
+    answer = builder.answer()
+    assert answer is not None
+    _complete(ctx, answer, ctx.answered_by)
+    ctx.ttft_s = ctx.elapsed()
+    body = orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
+    _finish(ctx, done)
+    return json_response(ctx, 200, body)
+
+
+class _GatheredResponse(Response):
+    """A non-stream response whose body is produced by awaiting a live feed first."""
+
+    def __init__(self, ctx: RequestContext, body: AsyncIterator[bytes]) -> None:
+        self._ctx, self._body = ctx, body
+        super().__init__(None, status_code=200, media_type="application/json")
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        try:
+            content = b"".join([chunk async for chunk in self._body])
+            status = 200
+        except GatewayError as exc:
+            content = orjson.dumps(self._ctx.adapter.error_body(exc.status, exc.message, exc.code))
+            status = exc.status
+        await json_response(self._ctx, status, content)(scope, receive, send)
+
+
+# ---- upstream answers -------------------------------------------------------------------------
+
+
+async def respond_upstream(ctx: RequestContext, up: Upstream, done: Done) -> Response:
+    if ctx.ttft_s is None and not ctx.stream:
+        ctx.ttft_s = ctx.elapsed()
+    if up.status >= 400 or not (ctx.stream and up.is_event_stream):
+        return await _whole(ctx, up, done)
+    upstream_adapter = ctx.upstream_adapter or ctx.adapter
+    parser = upstream_adapter.stream_parser(ctx.provider)
+    if ctx.translated:
+        return _stream(ctx, _translate_stream(ctx, up, parser, done))
+    sse_filter: SSEFilter | None = ctx.scratch.get("sse_filter")
+    extra = {k: v for k, v in up.headers.items() if k.startswith(("x-", "openai-", "anthropic-", "request-id"))}
+    return _stream(ctx, _relay_stream(ctx, up, parser, sse_filter, done), extra)
+
+
+async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
+    try:
+        raw = await up.response.read()
+    except Exception as exc:
+        up.close()
+        _finish(ctx, done)
+        raise GatewayError(502, f"The upstream ({ctx.provider}) broke off its answer.") from exc
+    up.release()
+    ctx.status = up.status
+    upstream_adapter = ctx.upstream_adapter or ctx.adapter
+    answer: Answer | None = None
+    body = raw
+    if up.status < 400:
+        try:
+            answer = upstream_adapter.parse_answer(orjson.loads(raw), ctx.provider)
+        except Exception as exc:  # an upstream body we cannot read is relayed, never cached
+            log.warning("unreadable upstream answer", extra={"request_id": ctx.request_id, "error": repr(exc)})
+        if answer is not None and ctx.translated:
+            body = orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
+    elif ctx.translated:
+        body = orjson.dumps(ctx.adapter.error_body(up.status, _upstream_message(raw)))
+    if answer is not None:
+        _complete(ctx, answer, "upstream")
+    else:
+        ctx.error = ctx.error or f"upstream status {up.status}"
+    ctx.latency_s = ctx.elapsed()
+    _finish(ctx, done)
+    extra = None if ctx.translated else up.headers
+    return json_response(ctx, up.status, body, extra)
+
+
+def _upstream_message(raw: bytes) -> str:
+    try:
+        data = orjson.loads(raw)
+        err = data.get("error", data) if isinstance(data, dict) else data
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    except orjson.JSONDecodeError:
+        pass
+    return raw[:500].decode("utf-8", "replace")
+
+
+async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser, sse_filter: SSEFilter | None,
+                        done: Done) -> AsyncIterator[bytes]:
+    builder = AnswerBuilder(ctx.provider)
+    splitter = SSESplitter() if sse_filter is not None else None
+    try:
+        async for chunk in up.response.content.iter_any():
+            for event in parser.feed(chunk):
+                builder.add(event)
+            if splitter is not None:
+                out = b"".join(
+                    kept + b"\n\n" for ev in splitter.feed(chunk) if (kept := sse_filter(ev)) is not None  # type: ignore[misc]
+                )
+            else:
+                out = chunk
+            if out:
+                if ctx.ttft_s is None:
+                    ctx.ttft_s = ctx.elapsed()
+                yield out
+        _end_parser(parser, builder)
+        if splitter is not None and (rest := splitter.rest()) and (kept := sse_filter(rest)) is not None:  # type: ignore[misc]
+            yield kept + b"\n\n"
+        if parser.error is None:
+            _complete(ctx, builder.answer(), "upstream")
+    finally:
+        up.close()
+        _finish(ctx, done)
+
+
+async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
+                            done: Done) -> AsyncIterator[bytes]:
+    renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
+    builder = AnswerBuilder(ctx.provider)
+    try:
+        async for chunk in up.response.content.iter_any():
+            out = b"".join(renderer.render(ev) for ev in _add_all(builder, parser.feed(chunk)))
+            if out:
+                if ctx.ttft_s is None:
+                    ctx.ttft_s = ctx.elapsed()
+                yield out
+        tail = b"".join(renderer.render(ev) for ev in _add_all(builder, _end_events(parser)))
+        if parser.error is None and builder.finished:
+            yield tail + renderer.close()
+            _complete(ctx, builder.answer(), "upstream")
+        elif parser.error is not None:
+            message = _upstream_message(orjson.dumps(parser.error))
+            yield tail + _stream_error(ctx, message)
+    finally:
+        up.close()
+        _finish(ctx, done)
+
+
+def _stream_error(ctx: RequestContext, message: str) -> bytes:
+    render_error = getattr(ctx.adapter, "stream_error", None)
+    if render_error is not None:
+        return render_error(message)
+    return b"data: " + orjson.dumps(ctx.adapter.error_body(502, message)) + b"\n\n"
+
+
+def _add_all(builder: AnswerBuilder, events: list[Event]) -> list[Event]:
+    for event in events:
+        builder.add(event)
+    return events
+
+
+def _end_events(parser: StreamParser) -> list[Event]:
+    end = getattr(parser, "end", None)
+    return end() if end is not None else []
+
+
+def _end_parser(parser: StreamParser, builder: AnswerBuilder) -> None:
+    _add_all(builder, _end_events(parser))
+
+
+def _wants_usage(ctx: RequestContext) -> bool:
+    options = ctx.body.get("stream_options")
+    return bool(isinstance(options, dict) and options.get("include_usage"))
+
+
+def _complete(ctx: RequestContext, answer: Answer | None, by: str) -> None:
+    if answer is not None:
+        ctx.answer = answer
+        ctx.answered_by = by
+
+
+def _finish(ctx: RequestContext, done: Done) -> None:
+    if ctx.latency_s is None:
+        ctx.latency_s = ctx.elapsed()
+    if ctx.answer is None and ctx.error is None:
+        ctx.error = "incomplete"
+    done(ctx)
+
+
+class SSESplitter:
+    """Splits a byte stream into complete SSE events (separator: a blank line, LF or CRLF)."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        events: list[bytes] = []
+        while True:
+            lf, crlf = self._buf.find(b"\n\n"), self._buf.find(b"\r\n\r\n")
+            if lf < 0 and crlf < 0:
+                return events
+            if crlf >= 0 and (lf < 0 or crlf < lf):
+                events.append(self._buf[:crlf])
+                self._buf = self._buf[crlf + 4 :]
+            else:
+                events.append(self._buf[:lf])
+                self._buf = self._buf[lf + 2 :]
+
+    def rest(self) -> bytes:
+        rest, self._buf = self._buf.strip(), b""
+        return rest

@@ -1,0 +1,50 @@
+"""Tuning of the vLLM routing layer: `routing.params` in the config file (docs/routing.md explains each)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RoutingParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # ---- prefix index (cache_aware) ----
+    chunk_bytes: int = Field(64, ge=8)  # bytes per index chunk: ~16 tokens, vLLM's default block
+    max_chunks: int = Field(4096, ge=1)  # chunks hashed per request (~256 KB of prompt)
+    # Chunks each replica's index holds. None: learned from `vllm:cache_config_info` (num_gpu_blocks ×
+    # block_size tokens), else `default_index_capacity`.
+    index_capacity: int | None = Field(None, ge=1)
+    default_index_capacity: int = Field(31_250, ge=1)  # llm-d's lruCapacityPerServer
+    bytes_per_token: float = Field(4.0, gt=0)  # converts a learned token capacity into chunks
+
+    # ---- cache_aware scoring ----
+    cache_threshold: float = Field(0.3, ge=0, le=1)  # match below this counts as a cold request
+    w_prefix: float = Field(1.0, ge=0)  # weight of the matched fraction of the prompt
+    w_load: float = Field(0.5, ge=0)  # weight of load / (mean load + 1)
+    w_kv: float = Field(0.25, ge=0)  # weight of vllm:kv_cache_usage_perc
+    # weight of the index's fill level (fraction of the mirrored KV capacity): spreads new prefixes
+    # over the replicas whose caches hold least, SGLang's "smallest tree" idea
+    w_occupancy: float = Field(0.1, ge=0)
+    # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`
+    # AND is at least `balance_rel` × the mean load (SGLang's two conditions, applied per replica).
+    balance_abs: float = Field(4, ge=0)
+    balance_rel: float = Field(1.5, ge=1)
+
+    # ---- session affinity ----
+    session_affinity: bool = True
+    session_ttl: float = Field(3600.0, gt=0)  # idle seconds before a session's binding is forgotten
+    local_sessions: int = Field(100_000, ge=1)  # bindings kept in process (the store holds the shared copy)
+
+    # ---- health ----
+    eject_after_5xx: int = Field(3, ge=1)  # consecutive 5xx answers that eject a replica
+    eject_base_s: float = Field(2.0, ge=0)  # first ejection lasts at least this; doubles per repeat
+    eject_max_s: float = Field(60.0, ge=0)
+    unhealthy_after: int = Field(2, ge=1)  # consecutive failed /health checks that mark a replica down
+    probe_timeout: float = Field(2.0, gt=0)  # /health, /metrics, /v1/models calls
+    hit_rate_window: float = Field(60.0, gt=0)  # seconds of counters behind gateway_vllm_prefix_cache_hit_rate
+
+    @classmethod
+    def parse(cls, params: dict[str, Any] | None) -> RoutingParams:
+        return cls.model_validate(params or {})

@@ -1,0 +1,186 @@
+"""Routing policies: pick one replica among the available candidates for a request.
+
+`cache_aware` (the default) is the one to use; `round_robin`, `least_loaded` and `consistent_hash`
+exist to compare against (bench routing) and for fleets without prefix reuse. docs/routing.md has the
+algorithm, its defaults and how it compares to SGLang, llm-d, Dynamo and production-stack.
+
+Every tie is broken by rendezvous hashing (highest random weight) of the session key, never by
+chance or arrival order, so gateways that see the same inputs make the same choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from gateway.routing.params import RoutingParams
+from gateway.routing.pool import Replica
+from gateway.routing.prefix_index import PrefixIndex, chunk_keys, render
+
+
+@dataclass(slots=True)
+class RouteRequest:
+    model: str
+    body: dict[str, Any]
+    session: str | None  # affinity key (sessions.session_key); None only for an empty body
+    _keys: list[bytes] | None = field(default=None, repr=False)
+
+    def keys(self, params: RoutingParams) -> list[bytes]:
+        """The request's chained chunk keys (computed once)."""
+        if self._keys is None:
+            self._keys = chunk_keys(render(self.body), self.model, params.chunk_bytes, params.max_chunks)
+        return self._keys
+
+
+def rendezvous(key: str, replica: str) -> int:
+    """Highest-random-weight score of `replica` for `key`: the same in every process."""
+    return int.from_bytes(hashlib.blake2b(f"{key}\x00{replica}".encode(), digest_size=8).digest(), "big")
+
+
+def hrw_order(key: str, candidates: list[Replica]) -> list[Replica]:
+    return sorted(candidates, key=lambda r: rendezvous(key, r.name), reverse=True)
+
+
+class Policy(ABC):
+    name: ClassVar[str]
+    sticky: ClassVar[bool] = False  # honours session bindings (SessionTable)
+
+    def __init__(self, params: RoutingParams) -> None:
+        self.params = params
+
+    @abstractmethod
+    def select(self, req: RouteRequest, candidates: list[Replica], bound: Replica | None) -> tuple[Replica, str]:
+        """(chosen replica, reason). `candidates` is non-empty and sorted by name; `bound` is the
+        session's replica when it is among them."""
+
+    def placed(self, req: RouteRequest, replica: Replica) -> None:
+        """The request was sent to `replica` (learning hook)."""
+        return None
+
+    def reset(self, replica: str) -> None:
+        """`replica`'s cache is gone."""
+        return None
+
+    def set_capacity(self, replica: str, kv_tokens: int) -> None:
+        """`replica` reported its KV capacity."""
+        return None
+
+
+class RoundRobin(Policy):
+    name = "round_robin"
+
+    def __init__(self, params: RoutingParams) -> None:
+        super().__init__(params)
+        self._counter = itertools.count()
+
+    def select(self, req: RouteRequest, candidates: list[Replica], bound: Replica | None) -> tuple[Replica, str]:
+        return candidates[next(self._counter) % len(candidates)], "round_robin"
+
+
+class LeastLoaded(Policy):
+    name = "least_loaded"
+
+    def __init__(self, params: RoutingParams) -> None:
+        super().__init__(params)
+        self._counter = itertools.count()
+
+    def select(self, req: RouteRequest, candidates: list[Replica], bound: Replica | None) -> tuple[Replica, str]:
+        low = min(r.load for r in candidates)
+        ties = [r for r in candidates if r.load == low]
+        return ties[next(self._counter) % len(ties)], "least_loaded"
+
+
+class ConsistentHash(Policy):
+    """Rendezvous hashing of the session key: a session always lands on the same live replica and only
+    the sessions of a replica that leaves move. No load bound (production-stack's `session` routing)."""
+
+    name = "consistent_hash"
+
+    def select(self, req: RouteRequest, candidates: list[Replica], bound: Replica | None) -> tuple[Replica, str]:
+        return hrw_order(req.session or "", candidates)[0], "hash"
+
+
+class CacheAware(Policy):
+    """Session affinity, then prefix match traded against load, under a per-replica load guard.
+
+    1. Load guard: a replica is overloaded when load − min load ≥ `balance_abs` AND
+       load ≥ `balance_rel` × mean load (load = this gateway's in-flight requests + the others'
+       running/waiting requests seen in the last scrape).
+    2. A session bound to a replica that is not overloaded goes there (reason `session`).
+    3. Otherwise each replica scores
+           w_prefix × matched fraction of the prompt − w_load × load / (mean load + 1)
+           − w_kv × KV usage − w_occupancy × index fill level
+       and the best one that is not overloaded wins (`prefix` when its match ≥ `cache_threshold`,
+       else `least_loaded`; `load_guard` when stickiness or the best score was overruled by the guard).
+       Ties go by rendezvous hash of the session key.
+    The chosen replica's index then gets the request's chunk keys (speculatively, as llm-d does).
+    """
+
+    name = "cache_aware"
+    sticky = True
+
+    def __init__(self, params: RoutingParams) -> None:
+        super().__init__(params)
+        self.index = PrefixIndex(params.index_capacity or params.default_index_capacity)
+
+    def overloaded(self, candidates: list[Replica]) -> set[str]:
+        p = self.params
+        loads = [r.load for r in candidates]
+        low, mean = min(loads), sum(loads) / len(loads)
+        return {r.name for r in candidates
+                if r.load - low >= max(p.balance_abs, 1e-9) and r.load >= p.balance_rel * mean}
+
+    def select(self, req: RouteRequest, candidates: list[Replica], bound: Replica | None) -> tuple[Replica, str]:
+        p = self.params
+        over = self.overloaded(candidates)
+        if bound is not None and bound.name not in over:
+            return bound, "session"
+        keys = req.keys(p)
+        total = len(keys)
+        matched = self.index.match(keys, (r.name for r in candidates)) if total else {}
+        mean = sum(r.load for r in candidates) / len(candidates)
+
+        def score(r: Replica) -> float:
+            frac = matched.get(r.name, 0) / total if total else 0.0
+            return (p.w_prefix * frac - p.w_load * r.load / (mean + 1.0) - p.w_kv * r.kv_usage
+                    - p.w_occupancy * self.index.occupancy(r.name))
+
+        tie = req.session or ""
+        ranked = sorted(candidates, key=lambda r: (-score(r), -rendezvous(tie, r.name)))
+        best = ranked[0]
+        if best.name in over:
+            allowed = next((r for r in ranked if r.name not in over), None)
+            if allowed is not None:
+                return allowed, "load_guard"
+        if bound is not None:  # the session's replica was overloaded
+            return best, "load_guard"
+        frac = matched.get(best.name, 0) / total if total else 0.0
+        return best, ("prefix" if total and frac >= p.cache_threshold else "least_loaded")
+
+    def placed(self, req: RouteRequest, replica: Replica) -> None:
+        keys = req.keys(self.params)
+        if keys:
+            self.index.insert(replica.name, keys)
+
+    def reset(self, replica: str) -> None:
+        self.index.drop(replica)
+
+    def set_capacity(self, replica: str, kv_tokens: int) -> None:
+        if self.params.index_capacity is None:
+            chunks = int(kv_tokens * self.params.bytes_per_token / self.params.chunk_bytes)
+            self.index.set_capacity(replica, chunks)
+
+
+POLICIES: dict[str, type[Policy]] = {
+    cls.name: cls for cls in (CacheAware, RoundRobin, LeastLoaded, ConsistentHash)
+}
+
+
+def make_policy(name: str, params: RoutingParams) -> Policy:
+    try:
+        return POLICIES[name](params)
+    except KeyError:
+        raise ValueError(f"unknown routing policy {name!r}; known: {', '.join(POLICIES)}") from None

@@ -1,0 +1,136 @@
+"""Aligns two analysed questions: which content tokens have a counterpart on the other side.
+
+A counterpart is the same (stemmed) token, or one the guard can explain as a different spelling of
+the same word: a misspelling (edit distance 1, 2 for long words, where one side is not an English
+word), a clipped form (`prod` / `production`, `notifs` / `notifications`), or an acronym of a run of
+words on the other side (`SSO` / `single sign-on`). Everything else that is left over is a change
+of content, and the structure of the changes (one slot swapped in an otherwise identical question,
+or a reworded question) is what the guard judges.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from dataclasses import dataclass
+
+from gateway.semantic.lexical import Analysis, Token
+from gateway.semantic.lexicon import english_words
+
+
+@dataclass(slots=True)
+class Alignment:
+    unmatched_a: list[Token]  # content tokens of A with no counterpart in B
+    unmatched_b: list[Token]
+    matched: int  # content tokens matched (counted on A's side)
+    ratio: float  # difflib ratio of the two token sequences, counterparts made equal
+    changed_blocks: int  # diff blocks that contain a content change
+
+
+def damerau1(a: str, b: str) -> int:
+    """Optimal-string-alignment distance, small strings only."""
+    la, lb = len(a), len(b)
+    prev2: list[int] = []
+    prev = list(range(lb + 1))
+    for i in range(1, la + 1):
+        cur = [i] + [0] * lb
+        for j in range(1, lb + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[lb]
+
+
+def same_word(a: Token, b: Token) -> bool:
+    """True when `a` and `b` are the same word spelled differently (never for numbers or Chinese)."""
+    if a.text == b.text:
+        return True
+    if a.number or b.number or a.han or b.han:
+        return False
+    x, y = a.raw, b.raw
+    if not (x.isalpha() and y.isalpha()):
+        return False
+    for u, v in ((x, y), (a.text, b.text)):
+        short, long_ = (u, v) if len(u) <= len(v) else (v, u)
+        if len(short) >= 3 and len(long_) - len(short) >= 2 and long_.startswith(short):
+            return True  # a clipped form: prod/production, notifs/notifications
+    short = x if len(x) <= len(y) else y
+    if len(short) >= 4 and abs(len(x) - len(y)) <= 1:
+        words = english_words()
+        if x in words and y in words:
+            return False  # two real words (`sick`/`sock`) are never one misspelt
+        limit = 2 if len(short) >= 8 else 1
+        return damerau1(x, y) <= limit
+    return False
+
+
+def _acronym(tok: Token, others: list[Token]) -> list[int] | None:
+    """Indexes of a run of words in `others` whose initials spell `tok` (`rpm` ← requests per minute)."""
+    word = tok.raw
+    if not (2 <= len(word) <= 5 and word.isalpha()):
+        return None
+    n = len(word)
+    for start in range(len(others) - n + 1):
+        run = others[start : start + n]
+        if all(not t.han and not t.number and t.raw[:1] == word[k] for k, t in enumerate(run)):
+            return list(range(start, start + n))
+    return None
+
+
+def align(a: Analysis, b: Analysis) -> Alignment:
+    a_content = [i for i, t in enumerate(a.tokens) if not t.stop and not t.neg]
+    b_content = [i for i, t in enumerate(b.tokens) if not t.stop and not t.neg]
+    canon_b = [t.text for t in b.tokens]  # B's tokens rewritten to their counterparts' text
+    matched_a: set[int] = set()
+    matched_b: set[int] = set()
+
+    # 1. identical tokens, as multisets
+    b_by_text: dict[str, list[int]] = {}
+    for j in b_content:
+        b_by_text.setdefault(b.tokens[j].text, []).append(j)
+    for i in a_content:
+        slots = b_by_text.get(a.tokens[i].text)
+        if slots:
+            matched_b.add(slots.pop(0))
+            matched_a.add(i)
+    # 2. the same word spelled differently
+    for i in a_content:
+        if i in matched_a:
+            continue
+        for j in b_content:
+            if j not in matched_b and same_word(a.tokens[i], b.tokens[j]):
+                matched_a.add(i)
+                matched_b.add(j)
+                canon_b[j] = a.tokens[i].text
+                break
+    # 3. acronyms, either way
+    for i in a_content:
+        if i not in matched_a and (run := _acronym(a.tokens[i], b.tokens)):
+            matched_a.add(i)
+            matched_b.update(j for j in run if j in b_content)
+            for j in run:
+                canon_b[j] = a.tokens[i].text
+    for j in b_content:
+        if j not in matched_b and (run := _acronym(b.tokens[j], a.tokens)):
+            matched_b.add(j)
+            matched_a.update(i for i in run if i in a_content)
+            canon_b[j] = " ".join(a.tokens[i].text for i in run)
+
+    seq_a = [t.text for t in a.tokens]
+    seq_b = canon_b
+    matcher = difflib.SequenceMatcher(None, seq_a, seq_b, autojunk=False)
+    changed = 0
+    unmatched_a = [a.tokens[i] for i in a_content if i not in matched_a]
+    unmatched_b = [b.tokens[j] for j in b_content if j not in matched_b]
+    ua = Counter(t.text for t in unmatched_a)
+    ub = Counter(t.text for t in unmatched_b)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if any(a.tokens[i].text in ua for i in range(i1, i2)) or any(
+            b.tokens[j].text in ub for j in range(j1, j2)
+        ):
+            changed += 1
+    return Alignment(unmatched_a, unmatched_b, len(matched_a), matcher.ratio(), changed)

@@ -1,0 +1,213 @@
+"""`KVStore` on Redis (redis-py asyncio + hiredis), shared by every gateway replica.
+
+Failure behaviour is the point of this module (a Redis that hangs must not hang the proxy):
+- every call runs under `asyncio.timeout(timeout)` (settings `store_timeout`, 0.1 s by default), and
+  the sockets, the connect and the wait for a pooled connection use the same bound;
+- redis-py's own retries are off (its default retries ten times with backoff up to seconds: a dead
+  Redis would hold each request that long);
+- every error becomes `StoreUnavailable` (`StoreCommandError` when Redis answered with an error,
+  e.g. `OOM` when full), so callers treat it as a miss. `CircuitBreaker` (breaker.py) wraps this.
+
+Redis Cluster (later): no command here spans two keys except through a non-transactional pipeline
+of single-key commands, which cluster clients split per node; callers put a `{tenant}` hash tag in
+keys that must share a slot.
+
+Logs (`log_append`/`log_read`) are lists: `LPUSH` of the records in order then `LTRIM 0 maxlen-1`
+in one `MULTI`, so the head is the newest record, `LRANGE 0 count-1` reads newest first and the cap
+is exact (the memory store's semantics). A stream with `MAXLEN ~` would trim lazily and return ids
+we have no use for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError, ResponseError
+
+from gateway.stores.base import KVStore, StoreCommandError, StoreUnavailable
+
+T = TypeVar("T")
+
+# Deletes KEYS[1] only while it holds ARGV[1]: releasing a lock one still owns, atomically.
+_DELETE_IF_EQUALS = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+_GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\^-"})
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a literal in a Redis MATCH pattern."""
+    return text.translate(_GLOB_SPECIAL)
+
+
+def _ms(seconds: float) -> int:
+    # Redis refuses PX 0; a positive TTL below a millisecond still means "expires at once".
+    return max(1, round(seconds * 1000))
+
+
+class RedisStore(KVStore):
+    name = "redis"
+
+    def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 64,
+                 client: Redis | None = None) -> None:
+        self.timeout = timeout
+        if client is None:
+            pool = BlockingConnectionPool.from_url(
+                url,
+                max_connections=max_connections,
+                timeout=timeout,  # waiting for a free pooled connection counts as a failure too
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+                health_check_interval=0,
+            )
+            client = Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
+        self._r = client
+        self._delete_if_equals = client.register_script(_DELETE_IF_EQUALS)
+
+    async def _call(self, op: Callable[[], Awaitable[T]]) -> T:
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await op()
+        except ResponseError as exc:
+            raise StoreCommandError(f"redis refused the command: {exc}") from exc
+        except TimeoutError as exc:  # asyncio's and the socket's (redis' TimeoutError is a RedisError)
+            raise StoreUnavailable(f"redis did not answer within {self.timeout:g}s") from exc
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
+
+    # ---- plain values -------------------------------------------------------------------------
+    async def get(self, key: str) -> bytes | None:
+        return await self._call(lambda: self._r.get(key))
+
+    async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
+        px = _ms(ttl) if ttl is not None else None
+        return bool(await self._call(lambda: self._r.set(key, value, px=px, nx=nx)))
+
+    async def delete(self, *keys: str) -> int:
+        if not keys:
+            return 0
+        if len(keys) == 1:
+            return int(await self._call(lambda: self._r.unlink(keys[0])))
+
+        async def many() -> list[Any]:
+            # One UNLINK per key: a multi-key UNLINK would be cross-slot in a cluster.
+            pipe = self._r.pipeline(transaction=False)
+            for key in dict.fromkeys(keys):
+                pipe.unlink(key)
+            return await pipe.execute()
+
+        return sum(int(n) for n in await self._call(many))
+
+    async def delete_if_equals(self, key: str, value: bytes) -> bool:
+        return bool(await self._call(lambda: self._delete_if_equals(keys=[key], args=[value])))
+
+    async def expire(self, key: str, ttl: float) -> bool:
+        return bool(await self._call(lambda: self._r.pexpire(key, _ms(ttl))))
+
+    async def ttl(self, key: str) -> float | None:
+        ms = int(await self._call(lambda: self._r.pttl(key)))
+        return None if ms < 0 else ms / 1000  # -2 absent, -1 no expiry
+
+    # ---- counters and hashes ------------------------------------------------------------------
+    async def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
+        if ttl is None:
+            return int(await self._call(lambda: self._r.incrby(key, amount)))
+
+        async def run() -> list[Any]:
+            pipe = self._r.pipeline(transaction=True)
+            pipe.incrby(key, amount)
+            pipe.pexpire(key, _ms(ttl))
+            return await pipe.execute()
+
+        return int((await self._call(run))[0])
+
+    async def hincr(self, key: str, increments: Mapping[str, float], ttl: float | None = None) -> None:
+        if not increments and ttl is None:
+            return
+
+        async def run() -> list[Any]:
+            pipe = self._r.pipeline(transaction=True)
+            for field_name, amount in increments.items():
+                # Integers with HINCRBY so counters stay exact; floats with HINCRBYFLOAT.
+                if isinstance(amount, int) and not isinstance(amount, bool):
+                    pipe.hincrby(key, field_name, amount)
+                else:
+                    pipe.hincrbyfloat(key, field_name, float(amount))
+            if ttl is not None:
+                pipe.pexpire(key, _ms(ttl))
+            return await pipe.execute()
+
+        await self._call(run)
+
+    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None:
+        if mapping:
+            await self._call(lambda: self._r.hset(key, mapping=dict(mapping)))
+
+    async def hgetall(self, key: str) -> dict[str, str]:
+        raw = await self._call(lambda: self._r.hgetall(key))
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    # ---- sets ---------------------------------------------------------------------------------
+    async def sadd(self, key: str, *members: str) -> int:
+        if not members:
+            return 0
+        return int(await self._call(lambda: self._r.sadd(key, *members)))
+
+    async def srem(self, key: str, *members: str) -> int:
+        if not members:
+            return 0
+        return int(await self._call(lambda: self._r.srem(key, *members)))
+
+    async def smembers(self, key: str) -> set[str]:
+        raw = await self._call(lambda: self._r.smembers(key))
+        return {m.decode() for m in raw}
+
+    # ---- logs ---------------------------------------------------------------------------------
+    async def log_append(self, key: str, records: list[bytes], maxlen: int) -> None:
+        if not records:
+            return
+
+        async def run() -> list[Any]:
+            pipe = self._r.pipeline(transaction=True)
+            pipe.lpush(key, *records)
+            pipe.ltrim(key, 0, maxlen - 1)
+            return await pipe.execute()
+
+        await self._call(run)
+
+    async def log_read(self, key: str, count: int) -> list[bytes]:
+        if count <= 0:
+            return []
+        return list(await self._call(lambda: self._r.lrange(key, 0, count - 1)))
+
+    # ---- iteration and health -----------------------------------------------------------------
+    async def scan(self, prefix: str) -> AsyncIterator[str]:
+        cursor: int = 0
+        pattern = glob_escape(prefix) + "*"
+        while True:
+            # One SCAN step per call so each step gets the timeout, never the whole walk.
+            cursor, keys = await self._call(lambda c=cursor: self._r.scan(c, match=pattern, count=1000))
+            for key in keys:
+                yield key.decode()
+            if int(cursor) == 0:
+                return
+
+    async def ping(self) -> bool:
+        return bool(await self._call(self._r.ping))
+
+    async def close(self) -> None:
+        try:
+            await self._r.aclose()
+            await self._r.connection_pool.disconnect()
+        except (RedisError, OSError):
+            pass

@@ -1,0 +1,87 @@
+"""Open the upstream request: send the body, wait for the status line and headers.
+
+Nothing has reached the client at that point, so a connect error or a 5xx from a vLLM replica can
+still be retried on another replica (the route stage picks it). Timeouts and unreachable upstreams
+become the gateway's own 504 and 502 in the caller's error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+import aiohttp
+import orjson
+
+from gateway.context import RequestContext
+from gateway.errors import GatewayError
+from gateway.metrics import UPSTREAM_ERRORS
+from gateway.upstream.client import UpstreamClients
+
+log = logging.getLogger("gateway.upstream")
+
+# Response headers never relayed: hop-by-hop, and those aiohttp has already acted on.
+_DROP_RESPONSE = frozenset({
+    "connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "date", "server",
+    "proxy-authenticate", "trailer", "upgrade", "set-cookie", "alt-svc", "vary",
+})
+
+
+class Failover(Protocol):
+    async def failover(self, ctx: RequestContext, status: int | None) -> bool:
+        """Point `ctx` at another replica after a failure before any byte was relayed; False if none."""
+        ...
+
+
+@dataclass(slots=True)
+class Upstream:
+    status: int
+    headers: dict[str, str]
+    response: aiohttp.ClientResponse
+
+    @property
+    def is_event_stream(self) -> bool:
+        return self.headers.get("content-type", "").startswith("text/event-stream")
+
+    def release(self) -> None:
+        self.response.release()
+
+    def close(self) -> None:
+        """Drop the connection: tells the upstream the caller went away."""
+        self.response.close()
+
+
+def relayable_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
+    return {k.lower(): v for k, v in response.headers.items() if k.lower() not in _DROP_RESPONSE}
+
+
+async def open_upstream(ctx: RequestContext, clients: UpstreamClients, router: Failover | None,
+                        method: str = "POST") -> Upstream:
+    payload = orjson.dumps(ctx.upstream_body) if method in ("POST", "PATCH") else None
+    attempts = 0
+    while True:
+        attempts += 1
+        url = ctx.upstream_base_url + ctx.upstream_path
+        session = clients.session(ctx.provider)
+        retry_status: int | None = None
+        try:
+            response = await session.request(method, url, data=payload, headers=ctx.upstream_headers)
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            UPSTREAM_ERRORS.labels(ctx.provider, "timeout").inc()
+            raise GatewayError(504, f"The upstream ({ctx.provider}) did not answer in time.") from exc
+        except aiohttp.ClientError as exc:
+            UPSTREAM_ERRORS.labels(ctx.provider, "connect").inc()
+            log.warning("upstream unreachable", extra={"request_id": ctx.request_id, "provider": ctx.provider,
+                                                       "replica": ctx.replica, "error": type(exc).__name__})
+            if router is not None and attempts < 8 and await router.failover(ctx, None):
+                continue
+            raise GatewayError(502, f"The upstream ({ctx.provider}) is unreachable.") from exc
+        if response.status >= 400:
+            UPSTREAM_ERRORS.labels(ctx.provider, str(response.status)).inc()
+            if response.status >= 500 and router is not None and attempts < 8:
+                retry_status = response.status
+        if retry_status is not None and await router.failover(ctx, retry_status):  # type: ignore[union-attr]
+            response.release()
+            continue
+        return Upstream(response.status, relayable_headers(response), response)

@@ -1,0 +1,42 @@
+"""One pooled HTTP client per upstream.
+
+aiohttp rather than httpx/httpx2: on this 2-core machine it is the lightest asyncio client per
+request (C-accelerated HTTP parser, no per-request transport layers), it streams a response body
+as it arrives (`content.iter_any()`), and it is already installed with litellm. The vendor SDKs'
+httpx2 only matters on the client side of the gateway, which speaks plain HTTP.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+
+from gateway.config import Settings
+
+
+class UpstreamClients:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+
+    def timeout(self) -> aiohttp.ClientTimeout:
+        # No total limit: a long generation streams for minutes. sock_read bounds the gap between bytes.
+        return aiohttp.ClientTimeout(total=None, connect=self.settings.connect_timeout,
+                                     sock_read=self.settings.read_timeout)
+
+    def session(self, upstream: str) -> aiohttp.ClientSession:
+        """The pooled session of `upstream` (a provider name; each vLLM replica shares the pool's)."""
+        session = self._sessions.get(upstream)
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=1024, ttl_dns_cache=60,
+                                             keepalive_timeout=60, enable_cleanup_closed=True)
+            # trust_env: HTTPS_PROXY/NO_PROXY select a forward egress proxy (the Helm chart's proxy mode).
+            session = aiohttp.ClientSession(connector=connector, timeout=self.timeout(), auto_decompress=True,
+                                            trust_env=True,
+                                            skip_auto_headers=("User-Agent",))
+            self._sessions[upstream] = session
+        return session
+
+    async def close(self) -> None:
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()

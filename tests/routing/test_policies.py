@@ -1,0 +1,177 @@
+"""Each policy's choices, deterministic, on a pool that is not started (no network)."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from gateway.metrics import ROUTE_DECISIONS
+from gateway.routing.params import RoutingParams
+from gateway.routing.policies import ConsistentHash, RouteRequest, hrw_order, make_policy
+from gateway.routing.pool import Replica, ReplicaPool
+from gateway.routing.router import Router
+from gateway.stores.memory import MemoryStore
+
+URLS = [f"http://10.0.0.{i}:8000" for i in range(1, 5)]
+
+
+def make_router(policy: str = "cache_aware", store: MemoryStore | None = None, **params: object) -> Router:
+    pool = ReplicaPool(URLS)
+    return Router(pool, store=store if store is not None else MemoryStore(), policy=policy, params=params)
+
+
+def chat(system: str, *turns: str) -> dict:
+    messages = [{"role": "system", "content": system}]
+    for i, text in enumerate(turns):
+        messages.append({"role": "user" if i % 2 == 0 else "assistant", "content": text})
+    return {"model": "m", "messages": messages}
+
+
+def long_text(tag: str, words: int = 300) -> str:
+    return " ".join(f"{tag}{i}" for i in range(words))
+
+
+async def test_round_robin_cycles_in_name_order() -> None:
+    router = make_router("round_robin")
+    got = [(await router.choose(chat("s", f"q{i}"))).name for i in range(8)]
+    assert got == [u[7:] for u in URLS] * 2
+
+
+async def test_least_loaded_picks_the_lowest_load_and_rotates_ties() -> None:
+    router = make_router("least_loaded")
+    replicas = router.pool.candidates("m")
+    replicas[0].inflight, replicas[1].inflight, replicas[2].inflight, replicas[3].inflight = 3, 1, 1, 2
+    got = {(await router.choose(chat("s", "q"))).name for _ in range(4)}
+    assert got == {replicas[1].name, replicas[2].name}
+    replicas[2].foreign = 5  # load seen in the replica's metrics from another gateway counts too
+    assert {(await router.choose(chat("s", "q"))).name for _ in range(3)} == {replicas[1].name}
+
+
+async def test_consistent_hash_sticks_and_moves_only_the_sessions_of_a_removed_replica() -> None:
+    policy = ConsistentHash(RoutingParams())
+    replicas = [Replica(u) for u in URLS]
+    before = {f"s{i}": policy.select(RouteRequest("m", {}, f"s{i}"), replicas, None)[0].name for i in range(200)}
+    assert len(set(before.values())) == 4
+    gone = replicas[0].name
+    after = {s: policy.select(RouteRequest("m", {}, s), replicas[1:], None)[0].name for s in before}
+    moved = {s for s in before if before[s] != after[s]}
+    assert moved == {s for s, r in before.items() if r == gone}
+
+
+async def test_append_only_sessions_stick_to_their_replica() -> None:
+    router = make_router()
+    sessions = {}
+    for s in range(12):
+        turns = [long_text(f"u{s}t0", 40)]
+        first = (await router.choose(chat(long_text(f"sys{s}"), *turns))).name
+        sessions[s] = first
+        for t in range(1, 8):
+            turns += [long_text(f"a{s}t{t}", 30), long_text(f"u{s}t{t}", 20)]
+            assert (await router.choose(chat(long_text(f"sys{s}"), *turns))).name == first
+    assert len(set(sessions.values())) == 4  # new sessions spread (least loaded, hash tie-break)
+
+
+async def test_sticky_without_bindings_through_the_prefix_index() -> None:
+    """With session affinity off, the prefix index alone keeps a conversation on its replica."""
+    router = make_router(session_affinity=False)
+    turns = [long_text("u0", 40)]
+    first = await router.choose(chat(long_text("sys"), *turns))
+    for t in range(1, 6):
+        first.inflight = min(t, 3)  # a little load (under balance_abs) does not break stickiness
+        turns += [long_text(f"a{t}", 30), long_text(f"u{t}", 20)]
+        assert (await router.choose(chat(long_text("sys"), *turns))).name == first.name
+
+
+async def test_sessions_sharing_a_system_prompt_group_together() -> None:
+    router = make_router(session_affinity=False)
+    groups = collections.defaultdict(set)
+    for q in range(10):
+        for g in range(8):
+            replica = await router.choose(chat(long_text(f"group{g}", 400), f"question {q} of group {g}?"))
+            groups[g].add(replica.name)
+    assert all(len(names) == 1 for names in groups.values())
+    assert len({next(iter(n)) for n in groups.values()}) == 4  # the groups are spread over the replicas
+
+
+def guarded(router: Router) -> float:
+    return sum(ROUTE_DECISIONS.labels("vllm", r.name, "load_guard")._value.get() for r in router.pool.replicas.values())
+
+
+async def test_overload_breaks_stickiness_and_moves_the_session() -> None:
+    router = make_router()
+    body = chat(long_text("sys"), long_text("u0", 40))
+    home = (await router.decide(router.request(body, "k1"))).replica
+    home.inflight = 10  # others idle: 10 − 0 ≥ balance_abs and 10 ≥ 1.5 × mean
+    counted = guarded(router)
+    moved = await router.decide(router.request(body, "k1"))
+    assert moved.replica is not home and moved.reason == "load_guard"
+    assert guarded(router) == counted + 1  # the decision is counted under its reason
+    assert await router.sessions.get("k1") == moved.replica.name
+    home.inflight = 2  # mild imbalance stays sticky
+    decision = await router.decide(router.request(body, "k1"))
+    assert decision.replica is moved.replica and decision.reason == "session"
+
+
+async def test_load_guard_thresholds_need_both_absolute_and_relative_excess() -> None:
+    policy = make_policy("cache_aware", RoutingParams(balance_abs=4, balance_rel=1.5))
+    replicas = [Replica(u) for u in URLS]
+    for r, load in zip(replicas, (20, 18, 17, 16), strict=True):
+        r.inflight = load  # 20 − 16 ≥ 4 but 20 < 1.5 × 17.75: busy everywhere is not overload
+    assert policy.overloaded(replicas) == set()  # type: ignore[attr-defined]
+    replicas[0].inflight = 40
+    assert policy.overloaded(replicas) == {replicas[0].name}  # type: ignore[attr-defined]
+
+
+async def test_cold_placement_is_deterministic_across_gateways() -> None:
+    """Two routers with no shared state place a new session identically (rendezvous tie-break)."""
+    a, b = make_router(), make_router()
+    for s in range(20):
+        body = chat(long_text(f"sys{s}"), "hello")
+        assert (await a.choose(body)).name == (await b.choose(body)).name
+
+
+async def test_session_header_binds_across_gateways_sharing_a_store() -> None:
+    store = MemoryStore()
+    a, b = make_router(store=store), make_router(store=store)
+    # Gateway b has seen another conversation with the same prefix on another replica ...
+    body = chat(long_text("shared"), "first question")
+    on_b = await b.choose(body, session="other")
+    # ... gateway a places session "s1" elsewhere by its own view,
+    a.pool.replicas[on_b.name].inflight = 50
+    on_a = await a.choose(body, session="s1")
+    assert on_a.name != on_b.name
+    # and b follows the binding for s1, not its own index.
+    later = chat(long_text("shared"), "first question", "answer", "second question")
+    assert (await b.choose(later, session="s1")).name == on_a.name
+
+
+async def test_a_session_whose_replica_is_gone_moves_with_reason_failover() -> None:
+    router = make_router()
+    body = chat(long_text("sys"), "q")
+    home = await router.decide(router.request(body, "k"))
+    router.pool.eject(home.replica, "test")
+    moved = await router.decide(router.request(body, "k"))
+    assert moved.replica is not home.replica and moved.reason == "failover"
+    assert await router.sessions.get("k") == moved.replica.name
+
+
+def test_learned_capacity_converts_tokens_to_chunks() -> None:
+    policy = make_policy("cache_aware", RoutingParams(chunk_bytes=64, bytes_per_token=4))
+    policy.set_capacity("r", 16 * 1000)
+    assert policy.index.capacity("r") == 1000  # type: ignore[attr-defined]
+    fixed = make_policy("cache_aware", RoutingParams(index_capacity=77))
+    fixed.set_capacity("r", 16 * 1000)
+    assert fixed.index.capacity("r") == 77  # type: ignore[attr-defined]
+
+
+def test_unknown_policy_and_params_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown routing policy"):
+        make_policy("random", RoutingParams())
+    with pytest.raises(ValueError):
+        RoutingParams.parse({"w_prefx": 1})
+
+
+def test_hrw_order_is_a_permutation() -> None:
+    replicas = [Replica(u) for u in URLS]
+    assert sorted(r.name for r in hrw_order("k", replicas)) == sorted(r.name for r in replicas)

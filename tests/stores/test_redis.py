@@ -1,0 +1,86 @@
+"""RedisStore failure behaviour: a dead, silent or full Redis gives a prompt StoreUnavailable, never a hang."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterator
+
+import pytest
+
+from gateway.stores import StoreCommandError, StoreUnavailable
+from gateway.stores.redis import RedisStore, glob_escape
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A TCP port that completes the handshake and never answers (a hung Redis)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(128)
+        yield f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+
+
+def _calls(store: RedisStore) -> list[Callable[[], Awaitable[object]]]:
+    async def scan() -> list[str]:
+        return [key async for key in store.scan("x")]
+
+    return [
+        lambda: store.get("x"), lambda: store.set("x", b"v", ttl=1, nx=True), lambda: store.delete("x", "y"),
+        lambda: store.delete_if_equals("x", b"v"), lambda: store.expire("x", 1), lambda: store.ttl("x"),
+        lambda: store.incr("x", 1, ttl=1), lambda: store.hincr("h", {"a": 1}), lambda: store.hset("h", {"a": 1}),
+        lambda: store.hgetall("h"), lambda: store.sadd("s", "a"), lambda: store.srem("s", "a"),
+        lambda: store.smembers("s"), lambda: store.log_append("l", [b"r"], 10), lambda: store.log_read("l", 1),
+        scan, store.ping,
+    ]
+
+
+async def _all_fail_fast(store: RedisStore, bound: float) -> None:
+    for call in _calls(store):
+        t0 = time.perf_counter()
+        with pytest.raises(StoreUnavailable):
+            await call()
+        assert time.perf_counter() - t0 < bound
+
+
+async def test_silent_redis_times_out_per_call(silent_server: str) -> None:
+    store = RedisStore(silent_server, timeout=0.05)
+    try:
+        await _all_fail_fast(store, bound=0.5)
+    finally:
+        await store.close()
+
+
+async def test_killed_redis_fails_fast_then_recovers(own_redis) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(own_redis.url, timeout=0.1)
+    try:
+        await store.set("k", b"v")
+        own_redis.stop()
+        await _all_fail_fast(store, bound=0.5)
+        own_redis.start()
+        assert await store.ping() is True  # the same pool reconnects by itself
+        await store.set("k", b"w")
+        assert await store.get("k") == b"w"
+    finally:
+        await store.close()
+
+
+async def test_full_redis_is_a_command_error(own_redis) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(own_redis.url, timeout=0.5)
+    admin = RedisStore(own_redis.url, timeout=2)
+    try:
+        await store.set("small", b"v")
+        await admin._r.config_set("maxmemory-policy", "noeviction")
+        await admin._r.config_set("maxmemory", "1")  # any write is over the limit now
+        with pytest.raises(StoreCommandError, match="maxmemory"):
+            await store.set("big", b"x" * 100_000)
+        assert await store.get("small") == b"v"  # reads still work on a full Redis
+    finally:
+        await admin._r.config_set("maxmemory", "0")
+        await store.close()
+        await admin.close()
+
+
+def test_glob_escape() -> None:
+    assert glob_escape("gw:rc:{acme}:") == "gw:rc:{acme}:"
+    assert glob_escape("a*b?[c]\\") == "a\\*b\\?\\[c\\]\\\\"
