@@ -10,7 +10,7 @@ from __future__ import annotations
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.protocols import get_adapter
-from gateway.protocols.translate import translate_request
+from gateway.protocols.translate import translate_request, upstream_protocol
 from gateway.providers import Provider, ProviderTable
 
 # Request headers never forwarded upstream: hop-by-hop, the caller's credentials (the upstream key
@@ -38,11 +38,12 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     ctx.provider = provider.name
     ctx.upstream_base_url = provider.base_url
 
-    if provider.vendor == adapter.vendor:
+    upstream = upstream_protocol(adapter.name, provider.name, provider.vendor)
+    if upstream == adapter.name:
         ctx.upstream_adapter = adapter
         body = dict(ctx.body)  # shallow: stages that edit nested parts copy them first
-        if provider.name == "vllm" and model.startswith("vllm/"):
-            body["model"] = model[len("vllm/"):]
+        if "model" in body:
+            body["model"] = _upstream_model(provider.name, model)
         if ctx.stream:
             body, sse_filter = adapter.upstream_stream_body(body)
             if sse_filter is not None:
@@ -50,8 +51,11 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
         ctx.upstream_body = body
         ctx.upstream_path = _native_path(ctx)
     else:
-        path, body = translate_request(adapter.name, provider.vendor, ctx.body, model, ctx.stream)
-        ctx.upstream_adapter = get_adapter(_native_protocol(provider.vendor))
+        path, body = translate_request(adapter.name, upstream, ctx.body, _upstream_model(provider.name, model),
+                                       ctx.stream)
+        ctx.upstream_adapter = get_adapter(upstream)
+        if ctx.stream and upstream == "openai_chat":
+            body, _ = ctx.upstream_adapter.upstream_stream_body(body)  # usage for metering; re-rendered anyway
         ctx.upstream_body, ctx.upstream_path = body, path
 
     ctx.upstream_headers = upstream_headers(ctx, provider, providers)
@@ -76,8 +80,8 @@ def upstream_headers(ctx: RequestContext, provider: Provider, providers: Provide
     return headers
 
 
-def _native_protocol(vendor: str) -> str:
-    return {"anthropic": "anthropic_messages", "gemini": "gemini"}.get(vendor, "openai_chat")
+def _upstream_model(provider: str, model: str) -> str:
+    return model[len("vllm/"):] if provider == "vllm" and model.startswith("vllm/") else model
 
 
 def _native_path(ctx: RequestContext) -> str:

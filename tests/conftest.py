@@ -87,3 +87,30 @@ def own_redis() -> Iterator[RedisServer]:
             yield server
         finally:
             server.stop()
+
+
+@pytest.fixture
+def emulators():  # type: ignore[no-untyped-def]
+    """The vendor emulators (OpenAI, Anthropic, Gemini, DeepSeek) on a loopback port, frozen clock."""
+    from gateway.emulators.harness import EmulatorSet
+
+    with EmulatorSet() as emu:
+        yield emu
+
+
+@pytest.fixture
+def gateway_factory(emulators, tmp_path):  # type: ignore[no-untyped-def]
+    """`make(tenants, **settings)` → a started `LocalGateway` on the `emulators`; stopped after the test."""
+    from gateway.localrun import LocalGateway
+
+    started: list[LocalGateway] = []
+
+    def make(tenants=None, emulators_=None, **kw):  # type: ignore[no-untyped-def]
+        folder = tmp_path / f"gw{len(started)}"
+        gw = LocalGateway(emulators_ or emulators, tenants or {"acme": {"key": "key-acme"}}, folder, **kw).start()
+        started.append(gw)
+        return gw
+
+    yield make
+    for gw in reversed(started):
+        gw.stop()

@@ -107,7 +107,7 @@ class ResponseCacheStage(Stage):
 
     async def _coalesce(self, ctx: RequestContext, state: _State) -> Hit | None:
         for _ in range(self.follower_retries + 1):
-            flight, leader = self.flights.join(state.entry_key + str(id(ctx)))
+            flight, leader = self.flights.join(state.entry_key)
             if leader:
                 return await self._lead(ctx, state, flight)
             state.may_store = False

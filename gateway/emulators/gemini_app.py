@@ -32,6 +32,26 @@ NOT_FOUND = "CachedContent not found (or permission denied)"
 FINISH = {"stop": "STOP", "length": "MAX_TOKENS", "tool_calls": "STOP"}
 
 
+# Free-form maps whose keys are user data, not proto field names.
+_OPAQUE = frozenset({"args", "response", "properties", "parametersJsonSchema", "responseJsonSchema", "example",
+                     "default", "enum", "labels", "metadata"})
+
+
+def camel_keys(obj: Any) -> Any:
+    """Proto3 JSON accepts `thinking_budget` as well as `thinkingBudget` (google-genai 3.6 sends snake_case
+    inside `thinkingConfig`): read both, as the API does, by normalizing to lowerCamelCase."""
+    if isinstance(obj, list):
+        return [camel_keys(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        head, *rest = k.split("_")
+        name = head + "".join(w[:1].upper() + w[1:] for w in rest) if rest else k
+        out[name] = v if name in _OPAQUE else camel_keys(v)
+    return out
+
+
 def _err(status: int, message: str, word: str | None = None) -> EmulatorError:
     return EmulatorError("gemini", status, message, type=word)
 
@@ -120,7 +140,7 @@ class GeminiEmulator:
             return await self.generate(request, model, stream=True)
         if method == "countTokens":
             call = await self._begin(request, "countTokens")
-            body = call.body
+            body = camel_keys(call.body)
             inner = body.get("generateContentRequest") or body
             prompt = GeminiPrompt().extend(inner)
             return json_response({"totalTokens": len(prompt.tokens)}, fault=call.fault)
@@ -139,7 +159,7 @@ class GeminiEmulator:
 
     async def generate(self, request: Request, model: str, *, stream: bool) -> EmulatorResponse:
         call = await self._begin(request, "streamGenerateContent" if stream else "generateContent")
-        body = call.body
+        body = camel_keys(call.body)
         model = model.removeprefix("models/")
         if not model.startswith("gemini-"):
             raise _err(404, f"models/{model} is not found for API version {request.path_params['version']}, or is "
@@ -225,7 +245,7 @@ class GeminiEmulator:
     # -- cachedContents -------------------------------------------------------------------------------
     async def create_cache(self, request: Request) -> EmulatorResponse:
         call = await self._begin(request, "cachedContents.create")
-        body = call.body
+        body = camel_keys(call.body)
         model = body.get("model")
         if not model:
             raise _err(400, "* CreateCachedContentRequest.cached_content.model: model is required\n")
@@ -259,7 +279,7 @@ class GeminiEmulator:
         if method == "PATCH":
             now = self.state.clock.now()
             try:
-                expire = _expiry(call.body, now)
+                expire = _expiry(camel_keys(call.body), now)
             except ValueError as e:
                 raise _err(400, str(e)) from None
             if expire is None:

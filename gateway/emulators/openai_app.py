@@ -86,8 +86,10 @@ class OpenAIEmulator:
                        "Did you mean to use v1/completions?", param="model")
         return model
 
-    def plan(self, call: Call, body: dict[str, Any], prompt: Prompt, *, responses: bool) -> tuple[CachePlan, bool]:
-        """Validate the caching parameters and look the prompt up; returns (plan, breakpoint regime)."""
+    def plan(self, call: Call, body: dict[str, Any], prompt: Prompt, *,
+             responses: bool) -> tuple[CachePlan, bool, str]:
+        """Validate the caching parameters and look the prompt up; returns (plan, breakpoint regime, the
+        effective retention)."""
         model = body["model"]
         v2 = openai_breakpoint_regime(model)
         opts = body.get("prompt_cache_options")
@@ -111,7 +113,7 @@ class OpenAIEmulator:
                            param="prompt_cache_retention", code="unsupported_value")
         ns = (call.api_key, base_name(model), body.get("prompt_cache_key"))
         if not v2:
-            return self.cache.lookup_classic(ns, prompt.tokens, retention), False
+            return self.cache.lookup_classic(ns, prompt.tokens, retention), False, retention
         opts = opts if isinstance(opts, dict) else {}
         ttls = ("30m", "12h") if responses else ("30m",)
         ttl = opts.get("ttl", "30m")
@@ -126,7 +128,7 @@ class OpenAIEmulator:
         bps = list(prompt.breakpoints)
         if mode == "implicit" and prompt.message_ends:
             bps.append(Breakpoint(prompt.message_ends[-1], ttl, implicit=True))
-        return self.cache.lookup_breakpoints(ns, prompt.tokens, bps), True
+        return self.cache.lookup_breakpoints(ns, prompt.tokens, bps), True, retention
 
     # -- chat -----------------------------------------------------------------------------------------
     async def chat(self, request: Request) -> EmulatorResponse:
@@ -147,7 +149,7 @@ class OpenAIEmulator:
                 raise _err(400, f"Unsupported value: 'temperature' does not support {temp} with this model. Only the "
                            "default (1) value is supported.", param="temperature", code="unsupported_value")
         prompt = render_chat(body)
-        plan, v2 = self.plan(call, body, prompt, responses=False)
+        plan, v2, _ = self.plan(call, body, prompt, responses=False)
         choices = [self.answer(call, body, prompt, reasoning, i) for i in range(int(body.get("n") or 1))]
         n_in = len(prompt.tokens)
         n_out = sum(g.output_tokens for g in choices)

@@ -22,8 +22,9 @@ from gateway.emulators.openai_render import render_responses
 from gateway.emulators.tokens import get_tokenizer
 from gateway.emulators.web import EmulatorError, EmulatorResponse, json_response, new_id, sse_event
 
-_ECHO = ("instructions", "max_output_tokens", "metadata", "previous_response_id", "prompt_cache_key",
-         "prompt_cache_retention", "store", "temperature", "top_p", "user", "truncation")
+# Request fields the Response object echoes (those its 3.57 type declares; `store` is not one of them).
+_ECHO = ("instructions", "max_output_tokens", "metadata", "previous_response_id", "prompt_cache_key", "temperature",
+         "top_p", "user", "truncation")
 
 
 class ResponsesEndpoint:
@@ -50,7 +51,7 @@ class ResponsesEndpoint:
         model = emu.check_model(body)
         items = self._input_items(body)
         prompt = render_responses({**body, "input": items})
-        plan, v2 = emu.plan(call, body, prompt, responses=True)
+        plan, v2, retention = emu.plan(call, body, prompt, responses=True)
         reasoning_cfg = body.get("reasoning") or {}
         reasoning = openai_reasoning_tokens(model, reasoning_cfg.get("effort"))
         opts = body.get("prompt_cache_options") or {}
@@ -90,13 +91,12 @@ class ResponsesEndpoint:
             "tools": body.get("tools") or [], "usage": usage,
             **{k: body.get(k) for k in _ECHO},
         }
-        if final["store"] is None:
-            final["store"] = True
+        final["prompt_cache_retention"] = retention  # the effective value (a guess: the API may echo null)
         if final["metadata"] is None:
             final["metadata"] = {}
         if v2 and opts:
             final["prompt_cache_options"] = opts
-        if final["store"]:
+        if body.get("store", True):
             self._stored[rid] = items + [_as_input(o) for o in output]
             while len(self._stored) > self._keep:
                 self._stored.popitem(last=False)

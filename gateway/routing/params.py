@@ -17,7 +17,10 @@ class RoutingParams(BaseModel):
     # block_size tokens), else `default_index_capacity`.
     index_capacity: int | None = Field(None, ge=1)
     default_index_capacity: int = Field(31_250, ge=1)  # llm-d's lruCapacityPerServer
-    bytes_per_token: float = Field(4.0, gt=0)  # converts a learned token capacity into chunks
+    # Rendered bytes per token: converts the replica's KV capacity (tokens) into index chunks. This is
+    # the starting value; with `calibrate` it is learned from vllm:prompt_tokens_total.
+    bytes_per_token: float = Field(4.0, gt=0)
+    calibrate: bool = True
 
     # ---- cache_aware scoring ----
     cache_threshold: float = Field(0.3, ge=0, le=1)  # match below this counts as a cold request

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from gateway.routing.params import RoutingParams
 from gateway.routing.pool import Replica
 from gateway.routing.prefix_index import PrefixIndex, chunk_keys, render
+from gateway.routing.scrape import ReplicaStats
 
 
 @dataclass(slots=True)
@@ -27,11 +28,14 @@ class RouteRequest:
     body: dict[str, Any]
     session: str | None  # affinity key (sessions.session_key); None only for an empty body
     _keys: list[bytes] | None = field(default=None, repr=False)
+    size: int = 0  # bytes of the rendered request (known once `keys()` ran)
 
     def keys(self, params: RoutingParams) -> list[bytes]:
         """The request's chained chunk keys (computed once)."""
         if self._keys is None:
-            self._keys = chunk_keys(render(self.body), self.model, params.chunk_bytes, params.max_chunks)
+            data = render(self.body)
+            self.size = len(data)
+            self._keys = chunk_keys(data, self.model, params.chunk_bytes, params.max_chunks)
         return self._keys
 
 
@@ -64,8 +68,8 @@ class Policy(ABC):
         """`replica`'s cache is gone."""
         return None
 
-    def set_capacity(self, replica: str, kv_tokens: int) -> None:
-        """`replica` reported its KV capacity."""
+    def observe(self, replica: str, prev: ReplicaStats | None, stats: ReplicaStats) -> None:
+        """A scrape of `replica` (prev: the one before, None after a restart)."""
         return None
 
 
@@ -125,6 +129,11 @@ class CacheAware(Policy):
     def __init__(self, params: RoutingParams) -> None:
         super().__init__(params)
         self.index = PrefixIndex(params.index_capacity or params.default_index_capacity)
+        self.bytes_per_token = params.bytes_per_token
+        self._kv_tokens: dict[str, int] = {}
+        self._sent: dict[str, int] = {}  # rendered bytes routed to each replica since its tokens last moved
+        self._bytes = 0.0  # calibration sample: bytes sent ...
+        self._tokens = 0.0  # ... and the prompt tokens the replicas counted for them
 
     def overloaded(self, candidates: list[Replica]) -> set[str]:
         p = self.params
@@ -164,13 +173,43 @@ class CacheAware(Policy):
         keys = req.keys(self.params)
         if keys:
             self.index.insert(replica.name, keys)
+        self._sent[replica.name] = self._sent.get(replica.name, 0) + req.size
 
     def reset(self, replica: str) -> None:
         self.index.drop(replica)
+        self._sent.pop(replica, None)
+
+    def observe(self, replica: str, prev: ReplicaStats | None, stats: ReplicaStats) -> None:
+        """Learn the replica's KV capacity and, from `vllm:prompt_tokens_total`, how many rendered bytes
+        make a token of this model (the index is in bytes, the replica's KV in tokens)."""
+        if stats.kv_tokens and self._kv_tokens.get(replica) != stats.kv_tokens:
+            self._kv_tokens[replica] = stats.kv_tokens
+            self._size(replica)
+        if not self.params.calibrate or prev is None or prev.prompt_tokens is None or stats.prompt_tokens is None:
+            return
+        tokens = stats.prompt_tokens - prev.prompt_tokens
+        sent = self._sent.get(replica, 0)
+        if tokens <= 0 or sent <= 0:
+            return  # nothing finished there yet: keep counting the bytes sent
+        self._sent[replica] = 0
+        self._bytes += sent
+        self._tokens += tokens
+        if self._tokens >= 5_000:
+            ratio = self._bytes / self._tokens
+            if abs(ratio - self.bytes_per_token) > 0.05 * self.bytes_per_token:
+                self.bytes_per_token = ratio
+                for name in self._kv_tokens:
+                    self._size(name)
+        if self._tokens > 1_000_000:  # keep adapting: old traffic weighs half
+            self._bytes, self._tokens = self._bytes / 2, self._tokens / 2
 
     def set_capacity(self, replica: str, kv_tokens: int) -> None:
-        if self.params.index_capacity is None:
-            chunks = int(kv_tokens * self.params.bytes_per_token / self.params.chunk_bytes)
+        self._kv_tokens[replica] = kv_tokens
+        self._size(replica)
+
+    def _size(self, replica: str) -> None:
+        if self.params.index_capacity is None and replica in self._kv_tokens:
+            chunks = int(self._kv_tokens[replica] * self.bytes_per_token / self.params.chunk_bytes)
             self.index.set_capacity(replica, chunks)
 
 

@@ -58,7 +58,7 @@ class Router:
         self.policy: Policy = make_policy(policy or routing.policy, self.params)
         self.sessions = SessionTable(store, pool.name, self.params.session_ttl, self.params.local_sessions)
         pool.on_reset(lambda r: self.policy.reset(r.name))
-        pool.on_capacity(lambda r, tokens: self.policy.set_capacity(r.name, tokens))
+        pool.on_stats(lambda r, prev, stats: self.policy.observe(r.name, prev, stats))
 
     async def start(self) -> None:
         await self.pool.start()

@@ -11,8 +11,8 @@ or a reworded question) is what the guard judges.
 from __future__ import annotations
 
 import difflib
-from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gateway.semantic.lexical import Analysis, Token
 from gateway.semantic.lexicon import english_words
@@ -57,6 +57,8 @@ def same_word(a: Token, b: Token) -> bool:
         if len(short) >= 3 and len(long_) - len(short) >= 2 and long_.startswith(short):
             return True  # a clipped form: prod/production, notifs/notifications
     short = x if len(x) <= len(y) else y
+    if len(short) >= 5 and (x.startswith(y) or y.startswith(x)):
+        return True  # germany/german, emails/email
     if len(short) >= 4 and abs(len(x) - len(y)) <= 1:
         words = english_words()
         if x in words and y in words:
@@ -119,18 +121,34 @@ def align(a: Analysis, b: Analysis) -> Alignment:
             canon_b[j] = " ".join(a.tokens[i].text for i in run)
 
     seq_a = [t.text for t in a.tokens]
-    seq_b = canon_b
-    matcher = difflib.SequenceMatcher(None, seq_a, seq_b, autojunk=False)
+    ops = difflib.SequenceMatcher(None, seq_a, canon_b, autojunk=False).get_opcodes()
+    # 4. a Chinese character replaced in place by one that sounds the same (an input-method slip)
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1 and i1 not in matched_a and j1 not in matched_b:
+            ta, tb = a.tokens[i1], b.tokens[j1]
+            if ta.han and tb.han and not ta.stop and not tb.stop and homophones(ta.text, tb.text):
+                matched_a.add(i1)
+                matched_b.add(j1)
+                canon_b[j1] = ta.text
+    matcher = difflib.SequenceMatcher(None, seq_a, canon_b, autojunk=False)
+    unmatched_a = [i for i in a_content if i not in matched_a]
+    unmatched_b = [j for j in b_content if j not in matched_b]
+    ua, ub = set(unmatched_a), set(unmatched_b)
     changed = 0
-    unmatched_a = [a.tokens[i] for i in a_content if i not in matched_a]
-    unmatched_b = [b.tokens[j] for j in b_content if j not in matched_b]
-    ua = Counter(t.text for t in unmatched_a)
-    ub = Counter(t.text for t in unmatched_b)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        if any(a.tokens[i].text in ua for i in range(i1, i2)) or any(
-            b.tokens[j].text in ub for j in range(j1, j2)
-        ):
+        if tag != "equal" and (ua.intersection(range(i1, i2)) or ub.intersection(range(j1, j2))):
             changed += 1
-    return Alignment(unmatched_a, unmatched_b, len(matched_a), matcher.ratio(), changed)
+    return Alignment([a.tokens[i] for i in unmatched_a], [b.tokens[j] for j in unmatched_b],
+                     len(matched_a), matcher.ratio(), changed)
+
+
+@lru_cache(maxsize=8192)
+def homophones(x: str, y: str) -> bool:
+    """Two Chinese characters that share a reading (tone ignored): 账/帐, 置/制, 邮/油."""
+    try:
+        from pypinyin import Style, pinyin
+    except ImportError:  # optional: without it a mistyped character is a changed character
+        return False
+    rx = set(pinyin(x, heteronym=True, style=Style.NORMAL)[0])
+    ry = set(pinyin(y, heteronym=True, style=Style.NORMAL)[0])
+    return bool(rx & ry) and x.isalpha() and y.isalpha() and rx != {x} and ry != {y}

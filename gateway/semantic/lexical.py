@@ -30,7 +30,7 @@ _CN_NUM_RE = re.compile("[零〇一二两三四五六七八九十百千万亿]+"
 _CN_MEASURE = set("个天日号月年周小时分秒次台张件份位名人元块角倍岁点线级层期篇条本页项种批笔单晚折成%")
 
 _EN_NUM = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
     "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
     "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
@@ -220,7 +220,7 @@ def _latin_token(orig: str, low: str, lang: str, compound: bool, sentence_start:
         value = _ORDINAL.sub(r"\1", low)
         value = value.rstrip("0").rstrip(".") if "." in value else value
         return Token(value, low, number=True, entity=True)
-    entity = (
+    entity = len(orig) > 1 and (
         lang == "zh"
         or compound
         or (len(orig) >= 2 and orig.isupper())

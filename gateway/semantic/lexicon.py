@@ -31,7 +31,8 @@ EN_NEGATORS = frozenset("not no never none nothing nobody nowhere neither nor wi
 # Antonym pairs of general English (direction, state, operation, quantity, time). A question that
 # says one where the other says its opposite asks something else, however close the vectors are.
 EN_ANTONYMS: tuple[tuple[str, str], ...] = (
-    ("on", "off"), ("in", "out"), ("up", "down"), ("over", "under"), ("above", "below"),
+    ("turn on", "turn off"), ("switch on", "switch off"), ("log in", "log out"), ("sign in", "sign out"),
+    ("opt in", "opt out"), ("check in", "check out"), ("up", "down"), ("over", "under"), ("above", "below"),
     ("before", "after"), ("first", "last"), ("early", "late"), ("earlier", "later"),
     ("enable", "disable"), ("enabled", "disabled"), ("activate", "deactivate"), ("open", "close"),
     ("opened", "closed"), ("lock", "unlock"), ("start", "stop"), ("begin", "end"), ("show", "hide"),
@@ -66,11 +67,9 @@ ZH_NEGATORS = ("没有", "没", "不", "未", "非", "无", "别", "勿", "否",
 ZH_A_NOT_A = r"(\w)(?:不|没)\1"
 
 ZH_ANTONYMS: tuple[tuple[str, str], ...] = (
-    ("开启", "关闭"), ("打开", "关闭"), ("开", "关"), ("启用", "停用"), ("启用", "禁用"), ("导入", "导出"),
+    ("开启", "关闭"), ("打开", "关闭"), ("开通", "关闭"), ("启用", "停用"), ("启用", "禁用"), ("导入", "导出"),
     ("上传", "下载"), ("登录", "退出"), ("登入", "登出"), ("充值", "提现"), ("绑定", "解绑"), ("冻结", "解冻"),
     ("订阅", "退订"), ("加密", "解密"), ("锁定", "解锁"), ("增加", "减少"), ("提高", "降低"), ("升级", "降级"),
-    ("上", "下"), ("前", "后"), ("进", "出"), ("早", "晚"), ("多", "少"), ("大", "小"), ("高", "低"), ("长", "短"),
-    ("快", "慢"), ("新", "旧"), ("买", "卖"), ("收", "发"), ("借", "还"), ("加", "减"), ("入", "出"),
     ("最多", "最少"), ("最大", "最小"), ("最高", "最低"), ("之前", "之后"), ("以前", "以后"), ("已经", "还没"),
     ("公开", "私有"), ("内部", "外部"), ("对内", "对外"), ("手动", "自动"),
     ("临时", "永久"), ("全部", "部分"), ("单个", "多个"), ("成功", "失败"), ("允许", "禁止"), ("同意", "拒绝"),

@@ -1,0 +1,83 @@
+"""Where a native request body's stable prefix ends, and what the rewrite did to it.
+
+Every protocol module (`openai_chat.py`, `openai_responses.py`, `anthropic.py`, `gemini.py`) offers
+the same three functions, so the stage, the provider-cache layer and lint never branch on the
+protocol themselves:
+
+    layout(body) -> Layout                       # read-only: where the tail starts, prefix hash
+    rewrite(body, mover, options) -> (body, Layout)   # a rewritten copy (the input is not mutated)
+    context_turn(text, options) -> dict          # the turn that carries the context block
+
+Terms: the *turns* are the body's conversation list (`messages`, `input`, `contents`). The *tail* is
+the final user turn: the final user message, or — when the conversation ends in tool results — the
+assistant turn that made the calls plus the results (an API requires those to stay adjacent). The
+*stable part* is everything before the tail; the context block goes between the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from gateway.rewrite.move import Moved
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteOptions:
+    sort_tools: bool = True
+    context_role: str = "user"  # openai_chat: "system" for OpenAI itself, "user" for DeepSeek & co.
+
+
+@dataclass
+class Layout:
+    protocol: str
+    turns_key: str  # "messages" | "input" | "contents"
+    tail_start: int  # index in the turns list where the tail starts (after any inserted context turn)
+    stable_end: int  # number of turns before the tail or the inserted context turn
+    prefix_hash: str  # template identity: tools, system and schema, after the rewrite
+    conversation_hash: str  # template + first conversation turn: the same for every turn of a session
+    context_index: int | None = None  # index of the inserted context turn
+    moved: list[Moved] = field(default_factory=list)
+    tools_sorted: bool = False
+    tools_unsorted_kept: str | None = None  # why the tool order was left as is
+    schemas_canonicalized: int = 0
+    skipped: str | None = None  # why the body was left untouched
+
+    def record(self) -> dict[str, Any]:
+        """The usage record's `rewrite` entry (no prompt text)."""
+        out: dict[str, Any] = {
+            "prefix_hash": self.prefix_hash,
+            "moved": [m.summary() for m in self.moved],
+            "tools_sorted": self.tools_sorted,
+            "schemas_canonicalized": self.schemas_canonicalized,
+        }
+        if self.tools_unsorted_kept:
+            out["tools_unsorted_kept"] = self.tools_unsorted_kept
+        if self.skipped:
+            out["skipped"] = self.skipped
+        return out
+
+
+def module_for(protocol: str) -> ModuleType | None:
+    """The protocol module for a native protocol name; None for an unknown one."""
+    if protocol == "openai_chat":
+        from gateway.rewrite import openai_chat as mod
+    elif protocol == "openai_responses":
+        from gateway.rewrite import openai_responses as mod
+    elif protocol == "anthropic_messages":
+        from gateway.rewrite import anthropic as mod
+    elif protocol == "gemini":
+        from gateway.rewrite import gemini as mod
+    else:
+        return None
+    return mod
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a message content (string, or a list of parts with `text`), for hashing."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)

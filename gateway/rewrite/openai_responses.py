@@ -1,0 +1,141 @@
+"""OpenAI Responses bodies.
+
+Stable part: `tools`, `text.format` (the structured-output schema), `instructions`, system/developer
+input messages, and the preamble of the first user message (its `input_text` parts before the
+last). The tail is the final user message, or the trailing `*_call` items (with any reasoning items
+among them) plus their `*_call_output` items. A plain-string `input` is the question itself: when a
+context block is needed it becomes `[context, {"role": "user", "content": <the same string>}]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.rewrite.layout import Layout, RewriteOptions, text_of
+from gateway.rewrite.move import Mover
+from gateway.rewrite.openai_chat import rewrite_tools
+from gateway.rewrite.move import stable_hash
+
+PROTOCOL = "openai_responses"
+TURNS = "input"
+SYSTEM_ROLES = frozenset({"system", "developer"})
+_TEXT_PARTS = frozenset({"input_text", "text"})
+
+
+def _is_message(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type", "message") == "message" and "role" in item
+
+
+def _kind(item: Any) -> str:
+    return str(item.get("type", "message")) if isinstance(item, dict) else ""
+
+
+def tail_start(items: list[Any]) -> int:
+    n = len(items)
+    if n == 0:
+        return 0
+    if _kind(items[-1]).endswith("_output"):
+        i = n - 1
+        while i > 0 and _kind(items[i - 1]).endswith("_output"):
+            i -= 1
+        while i > 0 and (_kind(items[i - 1]).endswith("_call") or _kind(items[i - 1]) == "reasoning"):
+            i -= 1
+        return i
+    for i in range(n - 1, -1, -1):
+        if _is_message(items[i]) and items[i].get("role") == "user":
+            return i
+    return n
+
+
+def _items(body: dict[str, Any]) -> list[Any]:
+    value = body.get(TURNS)
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return value if isinstance(value, list) else []
+
+
+def _hashes(body: dict[str, Any], items: list[Any]) -> tuple[str, str]:
+    leading = []
+    for item in items:
+        if not (_is_message(item) and item.get("role") in SYSTEM_ROLES):
+            break
+        leading.append(item)
+    fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
+    prefix = stable_hash(PROTOCOL, body.get("tools"), fmt, body.get("instructions"), leading)
+    first = next((i for i in items if _is_message(i) and i.get("role") not in SYSTEM_ROLES), None)
+    conversation = stable_hash(prefix, first.get("role"), text_of(first.get("content"))) if first else prefix
+    return prefix, conversation
+
+
+def layout(body: dict[str, Any]) -> Layout:
+    items = _items(body)
+    tail = tail_start(items)
+    prefix, conversation = _hashes(body, items)
+    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation)
+
+
+def _content(item: dict[str, Any], mover: Mover, where: str, preamble_only: bool) -> dict[str, Any]:
+    content = item.get("content")
+    if isinstance(content, str):
+        if preamble_only:
+            return item
+        new = mover.text(content, where)
+        return item if new == content else {**item, "content": new}
+    if not isinstance(content, list):
+        return item
+    idx = [j for j, p in enumerate(content) if isinstance(p, dict) and p.get("type") in _TEXT_PARTS
+           and isinstance(p.get("text"), str)]
+    if preamble_only:
+        idx = idx[:-1]
+    parts = list(content)
+    changed = False
+    for j in idx:
+        new = mover.text(parts[j]["text"], f"{where}.content.{j}")
+        if new != parts[j]["text"]:
+            parts[j] = {**parts[j], "text": new}
+            changed = True
+    return {**item, "content": parts} if changed else item
+
+
+def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tuple[dict[str, Any], Layout]:
+    raw = body.get(TURNS)
+    if not (isinstance(raw, str) or (isinstance(raw, list) and raw)):
+        lay = layout(body)
+        lay.skipped = "no input"
+        return body, lay
+    out = dict(body)
+    lay = Layout(PROTOCOL, TURNS, 0, 0, "", "")
+    if isinstance(body.get("tools"), list) and body["tools"]:
+        out["tools"] = rewrite_tools(body["tools"], mover, options.sort_tools, lay)
+    if isinstance(body.get("instructions"), str):
+        out["instructions"] = mover.text(body["instructions"], "instructions")
+    items = list(_items(body))
+    tail = tail_start(items)
+    seen_user = False
+    for i, item in enumerate(items):
+        if not _is_message(item):
+            continue
+        role = item.get("role")
+        if i < tail and role in SYSTEM_ROLES:
+            items[i] = _content(item, mover, f"input.{i}", preamble_only=False)
+        elif role == "user":
+            if not seen_user and i < tail:
+                items[i] = _content(item, mover, f"input.{i}", preamble_only=True)
+            seen_user = True
+    lay.prefix_hash, lay.conversation_hash = _hashes(out, items)
+    block = mover.context_block()
+    if block is not None:
+        items.insert(tail, context_turn(block, options))
+        lay.context_index = tail
+        out[TURNS] = items
+    elif isinstance(raw, list):
+        out[TURNS] = items
+    lay.stable_end = tail
+    lay.tail_start = tail + (1 if block is not None else 0)
+    lay.moved = list(mover.moved)
+    return out, lay
+
+
+def context_turn(text: str, options: RewriteOptions) -> dict[str, Any]:
+    # Responses is OpenAI's own API: a system message anywhere in `input` is rendered in place.
+    return {"type": "message", "role": "system", "content": text}
