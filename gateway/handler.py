@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +38,8 @@ log = logging.getLogger("gateway.access")
 
 
 def new_request_id() -> str:
-    return "gw-" + os.urandom(12).hex()
+    # Unique, not secret: a PRNG draw is ~20x cheaper than os.urandom's syscall on the hot path.
+    return f"gw-{random.getrandbits(96):024x}"
 
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
@@ -89,7 +90,7 @@ class Gateway:
             request_id=new_request_id(),
             adapter=get_adapter(protocol),
             headers={k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]},
-            query=dict(request.query_params),
+            query=dict(request.query_params) if request.scope.get("query_string") else {},
             body={},
         )
 

@@ -80,11 +80,3 @@ USAGE_FLUSH_FAILURES = Counter(
     "gateway_usage_flush_failures_total", "Usage flushes that stopped on a store error (retried).",
     registry=REGISTRY,
 )
-PREFIX_CACHE_QUERIES = Counter(
-    "gateway_vllm_prefix_cache_queries_total", "Prompt tokens looked up in the vLLM prefix caches, per pool.",
-    ["pool"], registry=REGISTRY,
-)
-PREFIX_CACHE_HITS = Counter(
-    "gateway_vllm_prefix_cache_hits_total", "Prompt tokens found in the vLLM prefix caches, per pool.",
-    ["pool"], registry=REGISTRY,
-)

@@ -312,18 +312,23 @@ class SSESplitter:
         self._buf = b""
 
     def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
-        events: list[bytes] = []
+        buf = self._buf + data if self._buf else data
+        if b"\r" not in buf:  # the usual case: one split, no per-event scanning
+            events = buf.split(b"\n\n")
+            self._buf = events.pop()
+            return events
+        events = []
         while True:
-            lf, crlf = self._buf.find(b"\n\n"), self._buf.find(b"\r\n\r\n")
+            lf, crlf = buf.find(b"\n\n"), buf.find(b"\r\n\r\n")
             if lf < 0 and crlf < 0:
+                self._buf = buf
                 return events
             if crlf >= 0 and (lf < 0 or crlf < lf):
-                events.append(self._buf[:crlf])
-                self._buf = self._buf[crlf + 4 :]
+                events.append(buf[:crlf])
+                buf = buf[crlf + 4 :]
             else:
-                events.append(self._buf[:lf])
-                self._buf = self._buf[lf + 2 :]
+                events.append(buf[:lf])
+                buf = buf[lf + 2 :]
 
     def rest(self) -> bytes:
         rest, self._buf = self._buf.strip(), b""

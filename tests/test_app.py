@@ -220,3 +220,21 @@ def test_health_ready_metrics(gw) -> None:  # type: ignore[no-untyped-def]
 def test_unknown_path_is_a_vendor_shaped_404(gw) -> None:  # type: ignore[no-untyped-def]
     r = httpx2.post(f"{gw.url}/v1/nothing-here", json={})
     assert r.status_code == 404 and "error" in r.json()
+
+
+def test_slow_stream_first_chunk_arrives_before_the_upstream_finishes(gw) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    client = gw.openai(KEY)
+    start = time.perf_counter()
+    stream = client.chat.completions.create(model="gpt-4o-mini", messages=MSG, stream=True, max_tokens=40,
+                                            extra_headers={"x-emulator-latency": "itl=0.05"})
+    first = None
+    pieces = []
+    for chunk in stream:
+        if first is None and chunk.choices and chunk.choices[0].delta.content:
+            first = time.perf_counter() - start
+        pieces.append(chunk)
+    total = time.perf_counter() - start
+    assert first is not None and total > 1.0  # ~40 tokens × 50 ms upstream
+    assert first < total / 3, (first, total)  # relayed as it arrives, not buffered

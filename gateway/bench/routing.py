@@ -79,23 +79,23 @@ class Workload:
 
 
 def agent_sessions(w: Words, rng: random.Random, n: int) -> list[Session]:
-    system = "You are a coding agent. Tools: read_file, run_tests, apply_patch. " + w.text(800)
+    system = "You are a coding agent. Tools: read_file, run_tests, apply_patch. " + w.text(1000)
     return [
-        Session([{"role": "system", "content": system}, {"role": "user", "content": "Task: " + w.text(300)}],
-                ["Tool result: " + w.text(rng.randint(100, 300)) for _ in range(rng.randint(5, 30) - 1)])
+        Session([{"role": "system", "content": system}, {"role": "user", "content": "Task: " + w.text(400)}],
+                ["Tool result: " + w.text(rng.randint(200, 800)) for _ in range(rng.randint(5, 30) - 1)])
         for _ in range(n)
     ]
 
 
 def make_workloads(scale: float, seed: int) -> dict[str, Workload]:
     w, rng = Words(seed), random.Random(seed)
-    a = agent_sessions(w, rng, max(4, round(32 * scale)))
+    a = agent_sessions(w, rng, max(4, round(48 * scale)))
     groups, per_group = max(4, round(64 * scale)), 6
     systems = [w.text(1500) for _ in range(groups)]
     b = [Session([{"role": "system", "content": systems[g]}, {"role": "user", "content": w.text(100)}])
          for g in range(groups) for _ in range(per_group)]
     rng.shuffle(b)
-    c_sessions = agent_sessions(w, rng, max(4, round(24 * scale)))
+    c_sessions = agent_sessions(w, rng, max(4, round(32 * scale)))
     session_requests = sum(1 + len(s.followups) for s in c_sessions)
     one_offs = [Session([{"role": "user", "content": w.text(rng.randint(1000, 3000))}])
                 for _ in range(session_requests // 4)]  # 20% of all requests
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--replicas", type=int, default=4)
-    p.add_argument("--kv-blocks", type=int, default=2048, help="KV capacity of each replica, 16-token blocks")
+    p.add_argument("--kv-blocks", type=int, default=3072, help="KV capacity of each replica, 16-token blocks")
     p.add_argument("--max-num-seqs", type=int, default=8)
     p.add_argument("--latency", default="realistic", help="emulator latency preset or spec")
     p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")

@@ -69,25 +69,30 @@ class GeminiPrompt:
             self.tokens.extend(encode(s))
             self.segments.append(s)
 
+    def mark(self, s: str) -> None:
+        """A structural marker: part of the answer seed, no tokens (countTokens counts content only)."""
+        self.segments.append(s)
+
     def extend(self, body: dict[str, Any]) -> GeminiPrompt:
         system = body.get("systemInstruction")
         if system:
+            self.mark("<system>")
             for part in system.get("parts") or []:
-                self.text("<system>" + (part.get("text") or ""))
+                self.text(part.get("text") or "")
         for tool in body.get("tools") or []:
             for fd in tool.get("functionDeclarations") or []:
                 if fd.get("name"):
                     self.tools.append(ToolSpec(fd["name"], fd.get("description") or "",
                                                fd.get("parameters") or fd.get("parametersJsonSchema") or {}))
-            self.text("<tool>" + canon(tool))
+            self.text(canon(tool))
         if body.get("toolConfig"):
-            self.text("<toolConfig>" + canon(body["toolConfig"]))
+            self.mark("<toolConfig>" + canon(body["toolConfig"]))
         contents = body.get("contents") or []
         if not isinstance(contents, list):
             raise _err(400, "Invalid value at 'contents': expected a list")
         for c in contents:
             role = c.get("role") or "user"
-            self.text(f"<{role}>")
+            self.mark(f"<{role}>")
             texts: list[str] = []
             for part in c.get("parts") or []:
                 if "text" in part:

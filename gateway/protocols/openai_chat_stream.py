@@ -244,29 +244,35 @@ class ChatStreamRenderer:
         return b"data: " + dumps(vendor_error_body("openai", status, message, code)) + b"\n\n"
 
 
-_NULL_USAGE = (b',"usage":null', b'"usage":null,')
-
-
 class UsageChunkFilter:
     """Restores a stream to what the client asked for when the gateway added
     `stream_options.include_usage` upstream: drops the usage-only chunk and removes the
-    `"usage":null` key from the other chunks. Works on the bytes (a JSON key with bare quotes
-    cannot occur inside a JSON string), parsing only when the compact form is not found."""
+    `"usage":null` key from the other chunks. Works on the bytes with a single search per event
+    (a JSON key with bare quotes cannot occur inside a JSON string), parsing only the usage chunk
+    and chunks written with spaces after the separators."""
 
     def __call__(self, event: bytes) -> bytes | None:
-        if b'"usage"' not in event:
-            return event
-        if b'"choices":[]' in event or b'"choices": []' in event:
-            obj = _payload(event)
-            if isinstance(obj, dict) and not obj.get("choices") and obj.get("usage"):
-                return None
-        for null in _NULL_USAGE:
-            if null in event:
-                return event.replace(null, b"", 1)
+        i = event.find(b'"usage":')
+        if i < 0:
+            return self._slow(event) if b'"usage"' in event else event
+        j = i + 8
+        if event.startswith(b"null", j):
+            if event[i - 1:i] == b",":
+                return event[:i - 1] + event[j + 4:]
+            if event[j + 4:j + 5] == b",":
+                return event[:i] + event[j + 5:]
+        return self._slow(event)
+
+    @staticmethod
+    def _slow(event: bytes) -> bytes | None:
         obj = _payload(event)
-        if isinstance(obj, dict) and "usage" in obj and obj["usage"] is None:
+        if not isinstance(obj, dict) or "usage" not in obj:
+            return event
+        if obj["usage"] is None:
             del obj["usage"]
             return b"data: " + dumps(obj)
+        if not obj.get("choices"):
+            return None  # the usage-only chunk the client did not ask for
         return event
 
 

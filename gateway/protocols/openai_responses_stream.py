@@ -180,8 +180,9 @@ class ResponsesStreamRenderer:
     def _start(self, model: str = "") -> bytes:
         self._started = True
         self._model = model or self._model
-        return (self._ev("response.created", {"response": self._response("in_progress", None)})
-                + self._ev("response.in_progress", {"response": self._response("in_progress", None)}))
+        response = self._response("in_progress", None)
+        return (self._ev("response.created", {"response": response})
+                + self._ev("response.in_progress", {"response": response}))
 
     def _open_message(self) -> bytes:
         index = len(self._output)

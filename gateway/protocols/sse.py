@@ -82,22 +82,15 @@ class SSEDecoder:
         if not data:
             return []
         buf = self._buf + data if self._buf else data
-        start = 0
-        pos = buf.find(b"\n\n", self._scan)
-        if pos < 0:
+        if buf.find(b"\n\n", self._scan) < 0:
             self._buf = buf
             self._scan = max(0, len(buf) - 1)
             return []
-        events: list[SSEEvent] = []
-        while pos >= 0:
-            ev = parse_block(buf[start:pos])
-            if ev is not None:
-                events.append(ev)
-            start = pos + 2
-            pos = buf.find(b"\n\n", start)
-        self._buf = buf[start:]
-        self._scan = max(0, len(self._buf) - 1)
-        return events
+        blocks = buf.split(b"\n\n")  # one C-level pass; the last piece is the unfinished event
+        rest = blocks.pop()
+        self._buf = rest
+        self._scan = max(0, len(rest) - 1)
+        return [ev for block in blocks if (ev := parse_block(block)) is not None]
 
     def flush(self) -> list[SSEEvent]:
         """At end of stream: the last event when the stream did not end with a blank line."""

@@ -55,7 +55,7 @@ def layout(body: dict[str, Any]) -> Layout:
     messages = body.get(TURNS) if isinstance(body.get(TURNS), list) else []
     tail = tail_start(messages)
     prefix, conversation = _hashes(body, messages)
-    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation)
+    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=tail > 0)
 
 
 def _blocks(blocks: list[Any], mover: Mover, where: str, preamble_only: bool) -> list[Any] | None:
@@ -119,6 +119,7 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
         lay.context_index = tail
     out[TURNS] = new
     lay.stable_end = tail
+    lay.history = tail > 0
     lay.tail_start = tail + (1 if block is not None else 0)
     lay.moved = list(mover.moved)
     return out, lay

@@ -32,42 +32,53 @@ _TZ = r"(?:\s?(?:Z|UTC|GMT|[ECMP][SD]T|CST|BST|CET|CEST|JST|KST|IST|HKT|SGT|AEST
 _HM = r"(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d{1,9})?)?"
 _CN_NUM = "〇零一二三四五六七八九十"
 
-# (kind, pattern, flags); order matters only for the kind reported when spans overlap (longest wins).
-_BUILTIN: tuple[tuple[str, str, int], ...] = (
+# (kind, pattern, flags, left boundary). Patterns start with a plain character class so that the regex
+# engine can skip quickly to the positions that may start a match (a leading `\b` or look-behind
+# defeats that and costs ~10x); the word boundary on the left is checked afterwards instead.
+_BUILTIN: tuple[tuple[str, str, int, bool], ...] = (
     # ---- dates and times, English ----
-    ("datetime", r"\b\d{4}-\d{2}-\d{2}[T ]" + _HM + r"(?:Z|[+-]\d{2}:?\d{2})?(?![\w:])", 0),
-    ("datetime", rf"\b(?:{_WD},?\s+)?\d{{1,2}}\s+{_MON}\s+\d{{4}}\s+{_HM}{_TZ}?\b", re.I),
-    ("date", r"\b\d{4}[-/.](?:0?[1-9]|1[0-2])[-/.](?:0?[1-9]|[12]\d|3[01])\b", 0),
-    ("date", r"\b(?:0?[1-9]|[12]\d|3[01])[-/.](?:0?[1-9]|[12]\d|3[01])[-/.]\d{4}\b", 0),
-    ("date", rf"\b(?:{_WD},?\s+)?{_MON}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b", re.I),
-    ("date", rf"\b(?:{_WD},?\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}\.?,?\s+\d{{4}}\b", re.I),
-    ("date", rf"\b(?:{_WD},?\s+){_MON}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b", re.I),
-    ("date", rf"\b{_MON}\s+\d{{4}}\b", re.I),
-    ("time", r"(?<![\w:.])" + _HM + r"(?:\s?[ap]\.?m\.?)?" + _TZ + r"?(?![\w:])", re.I),
-    ("time", r"\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\.?(?!\w)", re.I),
-    # ---- dates and times, Chinese (no \b: it does not work next to CJK characters) ----
-    ("date", r"\d{4}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?", 0),
-    ("date", r"(?<!\d)\d{1,2}\s*月\s*\d{1,2}\s*[日号]", 0),
-    ("date", rf"[{_CN_NUM}]{{4}}年[{_CN_NUM}]{{1,2}}月(?:[{_CN_NUM}]{{1,3}}[日号])?", 0),
-    ("date", r"(?:星期|礼拜|周)[一二三四五六日天]", 0),
-    ("time", r"(?:凌晨|早上|上午|中午|下午|傍晚|晚上)?\s*(?<!\d)\d{1,2}\s*[点时]"
-             r"(?:\s*(?:\d{1,2}\s*分|半|一刻|三刻))?(?:\s*\d{1,2}\s*秒)?", 0),
-    ("time", r"(?:凌晨|早上|上午|中午|下午|傍晚|晚上)\s*" + _HM, 0),
-    ("time", rf"(?:凌晨|早上|上午|中午|下午|傍晚|晚上)?[{_CN_NUM}]{{1,3}}[点时](?:[{_CN_NUM}]{{1,3}}分)?", 0),
+    ("datetime", r"\d{4}-\d{2}-\d{2}[T ]" + _HM + r"(?:Z|[+-]\d{2}:?\d{2})?(?![\w:])", 0, True),
+    ("datetime", rf"{_WD},?\s+\d{{1,2}}\s+{_MON}\s+\d{{4}}\s+{_HM}{_TZ}?\b", re.I, True),
+    ("datetime", rf"\d{{1,2}}\s+{_MON}\s+\d{{4}}\s+{_HM}{_TZ}?\b", re.I, True),
+    ("date", r"\d{4}[-/.](?:0?[1-9]|1[0-2])[-/.](?:0?[1-9]|[12]\d|3[01])\b", 0, True),
+    ("date", r"\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b", 0, True),
+    ("date", rf"(?:{_WD},?\s+)?{_MON}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b", re.I, True),
+    ("date", rf"(?:{_WD},?\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}\.?,?\s+\d{{4}}\b", re.I, True),
+    ("date", rf"{_WD},?\s+{_MON}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b", re.I, True),
+    ("date", rf"{_MON}\s+\d{{4}}\b", re.I, True),
+    ("time", r"\d{1,2}:[0-5]\d(?::[0-5]\d(?:[.,]\d{1,9})?)?(?:\s?[ap]\.?m\.?)?" + _TZ + r"?(?![\w:])", re.I, True),
+    ("time", r"\d{1,2}\s?[ap]\.?m\.?(?!\w)", re.I, True),
+    # ---- dates and times, Chinese (no word boundary: \b means nothing next to CJK characters) ----
+    ("date", r"\d{4}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?", 0, False),
+    ("date", r"\d{1,2}\s*月\s*\d{1,2}\s*[日号]", 0, False),
+    ("date", rf"[{_CN_NUM}]{{4}}年[{_CN_NUM}]{{1,2}}月(?:[{_CN_NUM}]{{1,3}}[日号])?", 0, False),
+    ("date", r"(?:星期|礼拜|周)[一二三四五六日天]", 0, False),
+    ("time", r"\d{1,2}\s*[点时](?:\s*(?:\d{1,2}\s*分|半|一刻|三刻))?(?:\s*\d{1,2}\s*秒)?", 0, False),
+    ("time", r"(?:凌晨|早上|上午|中午|下午|傍晚|晚上)\s*(?:\d{1,2}\s*[点时](?:\s*(?:\d{1,2}\s*分|半|一刻|三刻))?"
+             r"|" + _HM + r"|[" + _CN_NUM + r"]{1,3}[点时](?:[" + _CN_NUM + r"]{1,3}分)?)", 0, False),
+    ("time", rf"[{_CN_NUM}]{{1,3}}[点时](?:[{_CN_NUM}]{{1,3}}分)?", 0, False),
     # ---- epoch seconds (2017..2036) and milliseconds ----
-    ("epoch", r"\b(?:1[5-9]|20)\d{8}(?:\d{3})?\b", 0),
+    ("epoch", r"(?:1[5-9]|20)\d{8}(?:\d{3})?\b", 0, True),
     # ---- ids ----
-    ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", 0),
-    ("trace_id", r"\b[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}\b", 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
-    ("labelled_id", r"\b(?:x-)?(?:request|req|trace|span|correlation|corr|session|conversation|run|message|msg|"
-                    r"call|event|transaction|txn)[ _-]?id\b\s*[:=#]?\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9._:/+=-]{2,}[A-Za-z0-9=])", re.I),
-    ("prefixed_id", r"\b(?:req|request|trace|span|sess|session|corr|msg|run|call|evt|txn|chatcmpl|resp|conv|"
-                    r"thread|job|task|cus|usr)[_-][A-Za-z0-9]{6,}\b", 0),
-    ("ulid", r"\b[0-9A-HJKMNP-TV-Z]{26}\b", 0),
-    ("hex_id", r"\b[0-9a-fA-F]{16,}\b", 0),
-    ("base64_id", r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])", 0),
+    ("uuid", r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", 0, True),
+    ("trace_id", r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}\b", 0, True),
+    ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0, True),
+    ("labelled_id", r"(?:x-)?(?:request|req|trace|span|correlation|corr|session|conversation|run|message|msg|"
+                    r"call|event|transaction|txn)[ _-]?id\b\s*[:=#]?\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9._:/+=-]{2,}"
+                    r"[A-Za-z0-9=])", re.I, True),
+    ("prefixed_id", r"(?:req|request|trace|span|sess|session|corr|msg|run|call|evt|txn|chatcmpl|resp|conv|"
+                    r"thread|job|task|cus|usr)[_-][A-Za-z0-9]{6,}\b", 0, True),
+    ("ulid", r"[0-9A-HJKMNP-TV-Z]{26}\b", 0, True),
+    ("hex_id", r"[0-9a-fA-F]{16,}\b", 0, True),
+    ("base64_id", r"[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])", 0, True),
 )
+
+# Every built-in pattern needs a digit, a Chinese numeral or weekday word, a JWT header or an "id"
+# label; the detector first finds those cheaply and runs the patterns only in windows around them.
+_TRIGGER = re.compile(r"\d+|[〇零一二三四五六七八九十]+|星期|礼拜|周|eyJ")
+_ID_LABEL = re.compile(r"(?:[ _-][iI][dD]|Id|ID)\b")
+_REACH = 48  # characters around a trigger that a pattern may span (longest date/time form + margin)
+_MAX_TOKEN = 4096  # a window widens to whole whitespace-delimited tokens, at most this far
 
 _ID_KINDS = frozenset({"prefixed_id", "ulid", "hex_id", "base64_id"})
 
@@ -96,8 +107,12 @@ def _id_like(value: str, kind: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _builtin() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((kind, re.compile(pattern, flags)) for kind, pattern, flags in _BUILTIN)
+def _builtin() -> tuple[tuple[str, re.Pattern[str], bool], ...]:
+    return tuple((kind, re.compile(pattern, flags), left) for kind, pattern, flags, left in _BUILTIN)
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 @lru_cache(maxsize=256)
@@ -107,18 +122,43 @@ def _tenant(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 
 class VolatileDetector:
-    """Finds volatile spans; one instance per set of tenant patterns (cheap: regexes are cached)."""
+    """Finds volatile spans. Use `detector_for(patterns)`: one shared instance per set of tenant
+    patterns, whose per-line cache makes a long, mostly constant system prompt cheap — only the
+    lines that changed since an earlier request are scanned again (regex scans cost ~1 ms per 10 KB
+    here, too much for every request)."""
 
-    def __init__(self, tenant_patterns: Sequence[str] = ()) -> None:
+    def __init__(self, tenant_patterns: Sequence[str] = (), cache_lines: int = 8192) -> None:
         self.tenant_patterns = _tenant(tuple(tenant_patterns))
+        self._lines: dict[str, tuple[Span, ...]] = {}
+        self._max = cache_lines
 
     def spans(self, text: str) -> list[Span]:
-        """Non-overlapping volatile spans of `text`, in order."""
+        """Non-overlapping volatile spans of `text`, in order. Spans do not cross line breaks."""
+        if len(text) < 256 or "\n" not in text:
+            return self._scan(text)
+        out: list[Span] = []
+        offset = 0
+        for line in text.split("\n"):
+            found = self._lines.get(line)
+            if found is None:
+                found = tuple(self._scan(line))
+                if len(self._lines) >= self._max:  # FIFO is enough: hot lines come straight back
+                    del self._lines[next(iter(self._lines))]
+                self._lines[line] = found
+            if found:
+                out.extend(Span(s.start + offset, s.end + offset, s.kind) for s in found)
+            offset += len(line) + 1
+        return out
+
+    def _scan(self, text: str) -> list[Span]:
         if not text:
             return []
         found: list[Span] = []
-        for kind, rx in _builtin():
-            for m in rx.finditer(text):
+        windows = _windows(text)
+        for kind, rx, left in _builtin():
+            for m in (m for a, b in windows for m in rx.finditer(text, a, b)):
+                if left and m.start() > 0 and _word(text[m.start() - 1]):
+                    continue
                 start, end = (m.start(1), m.end(1)) if rx.groups and m.group(1) is not None else m.span()
                 if end <= start:
                     continue
@@ -131,6 +171,37 @@ class VolatileDetector:
                 if end > start:
                     found.append(Span(start, end, "tenant_pattern"))
         return merge(found, text)
+
+
+@lru_cache(maxsize=256)
+def detector_for(patterns: tuple[str, ...] = ()) -> VolatileDetector:
+    """The shared detector of one set of tenant patterns."""
+    return VolatileDetector(patterns)
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    """Merged [start, end) ranges around every trigger, widened to whitespace on both sides so that
+    no token is cut (a pattern sees the same boundaries as on the whole text)."""
+    n = len(text)
+    ranges = [(m.start() - _REACH, m.end() + _REACH) for m in _TRIGGER.finditer(text)]
+    ranges += [(m.start() - _REACH, m.end() + 2 * _REACH) for m in _ID_LABEL.finditer(text)]
+    if not ranges:
+        return []
+    ranges.sort()
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        a, b = max(0, a), min(n, b)
+        lo = max(0, a - _MAX_TOKEN)
+        while a > lo and not text[a - 1].isspace():
+            a -= 1
+        hi = min(n, b + _MAX_TOKEN)
+        while b < hi and not text[b].isspace():
+            b += 1
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def merge(spans: Iterable[Span], text: str) -> list[Span]:

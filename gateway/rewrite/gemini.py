@@ -57,7 +57,7 @@ def layout(body: dict[str, Any]) -> Layout:
     contents = body.get(TURNS) if isinstance(body.get(TURNS), list) else []
     tail = tail_start(contents)
     prefix, conversation = _hashes(body, contents)
-    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation)
+    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=tail > 0)
 
 
 def _parts(content: dict[str, Any], mover: Mover, where: str, preamble_only: bool) -> dict[str, Any]:
@@ -122,6 +122,7 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
         lay.context_index = tail
     out[TURNS] = new
     lay.stable_end = tail
+    lay.history = tail > 0
     lay.tail_start = tail + (1 if block is not None else 0)
     lay.moved = list(mover.moved)
     return out, lay

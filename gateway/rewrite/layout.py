@@ -38,6 +38,7 @@ class Layout:
     prefix_hash: str  # template identity: tools, system and schema, after the rewrite
     conversation_hash: str  # template + first conversation turn: the same for every turn of a session
     context_index: int | None = None  # index of the inserted context turn
+    history: bool = False  # conversation turns (not only instructions) precede the tail
     moved: list[Moved] = field(default_factory=list)
     tools_sorted: bool = False
     tools_unsorted_kept: str | None = None  # why the tool order was left as is

@@ -73,7 +73,11 @@ def layout(body: dict[str, Any]) -> Layout:
     messages = body.get(TURNS) if isinstance(body.get(TURNS), list) else []
     tail = tail_start(messages)
     prefix, conversation = _hashes(body, messages)
-    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation)
+    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=_history(messages, tail))
+
+
+def _history(messages: list[Any], tail: int) -> bool:
+    return any(isinstance(m, dict) and m.get("role") not in SYSTEM_ROLES for m in messages[:tail])
 
 
 def _content(message: dict[str, Any], mover: Mover, where: str, preamble_only: bool) -> dict[str, Any]:
@@ -144,6 +148,7 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
         lay.context_index = tail
     out[TURNS] = new
     lay.stable_end = tail
+    lay.history = _history(messages, tail)
     lay.tail_start = tail + (1 if block is not None else 0)
     lay.moved = list(mover.moved)
     return out, lay

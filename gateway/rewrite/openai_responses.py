@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.rewrite.layout import Layout, RewriteOptions, text_of
-from gateway.rewrite.move import Mover
+from gateway.rewrite.move import Mover, stable_hash
 from gateway.rewrite.openai_chat import rewrite_tools
-from gateway.rewrite.move import stable_hash
 
 PROTOCOL = "openai_responses"
 TURNS = "input"
@@ -71,7 +70,11 @@ def layout(body: dict[str, Any]) -> Layout:
     items = _items(body)
     tail = tail_start(items)
     prefix, conversation = _hashes(body, items)
-    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation)
+    return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=_history(items, tail))
+
+
+def _history(items: list[Any], tail: int) -> bool:
+    return any(not (_is_message(i) and i.get("role") in SYSTEM_ROLES) for i in items[:tail])
 
 
 def _content(item: dict[str, Any], mover: Mover, where: str, preamble_only: bool) -> dict[str, Any]:
@@ -131,6 +134,7 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
     elif isinstance(raw, list):
         out[TURNS] = items
     lay.stable_end = tail
+    lay.history = _history(items, tail)
     lay.tail_start = tail + (1 if block is not None else 0)
     lay.moved = list(mover.moved)
     return out, lay

@@ -22,14 +22,9 @@ class RoutingParams(BaseModel):
     bytes_per_token: float = Field(4.0, gt=0)
     calibrate: bool = True
 
-    # ---- cache_aware scoring ----
-    cache_threshold: float = Field(0.3, ge=0, le=1)  # match below this counts as a cold request
-    w_prefix: float = Field(1.0, ge=0)  # weight of the matched fraction of the prompt
-    w_load: float = Field(0.5, ge=0)  # weight of load / (mean load + 1)
-    w_kv: float = Field(0.25, ge=0)  # weight of vllm:kv_cache_usage_perc
-    # weight of the index's fill level (fraction of the mirrored KV capacity): spreads new prefixes
-    # over the replicas whose caches hold least, SGLang's "smallest tree" idea
-    w_occupancy: float = Field(0.1, ge=0)
+    # ---- cache_aware choice ----
+    cache_threshold: float = Field(0.3, ge=0, le=1)  # prefix share below which a request counts as cold
+    match_slack: float = Field(0.02, ge=0, le=1)  # matches this close (share of the prompt) count as equal
     # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`
     # AND is at least `balance_rel` × the mean load (SGLang's two conditions, applied per replica).
     balance_abs: float = Field(4, ge=0)

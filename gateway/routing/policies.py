@@ -108,19 +108,21 @@ class ConsistentHash(Policy):
 
 
 class CacheAware(Policy):
-    """Session affinity, then prefix match traded against load, under a per-replica load guard.
+    """Session affinity, then the longest cached prefix, then the least load, under a per-replica load guard.
 
     1. Load guard: a replica is overloaded when load − min load ≥ `balance_abs` AND
-       load ≥ `balance_rel` × mean load (load = this gateway's in-flight requests + the others'
-       running/waiting requests seen in the last scrape).
+       load ≥ `balance_rel` × mean load (load = this gateway's in-flight requests + the running/waiting
+       requests of other gateways seen in the last scrape). Overloaded replicas take nothing new.
     2. A session bound to a replica that is not overloaded goes there (reason `session`).
-    3. Otherwise each replica scores
-           w_prefix × matched fraction of the prompt − w_load × load / (mean load + 1)
-           − w_kv × KV usage − w_occupancy × index fill level
-       and the best one that is not overloaded wins (`prefix` when its match ≥ `cache_threshold`,
-       else `least_loaded`; `load_guard` when stickiness or the best score was overruled by the guard).
-       Ties go by rendezvous hash of the session key.
-    The chosen replica's index then gets the request's chunk keys (speculatively, as llm-d does).
+    3. Otherwise, among the replicas that are not overloaded, the one whose index holds the longest
+       prefix of the request wins when it covers ≥ `cache_threshold` of the prompt (`prefix`); replicas
+       within `match_slack` of that match count as equal and the least loaded of them wins, so a prefix
+       cached everywhere (a common system prompt) does not pin traffic to one replica.
+    4. A cold request goes to the least-loaded replica (`least_loaded`).
+    Ties: lower load, then lower KV usage, then a less filled index (spreads new prefixes over the
+    emptier caches), then rendezvous hash of the session key. `load_guard` is the reason whenever the
+    guard overruled the session's replica or the best prefix. The chosen replica's index then gets the
+    request's chunk keys (speculatively, as llm-d does).
     """
 
     name = "cache_aware"
@@ -147,27 +149,23 @@ class CacheAware(Policy):
         over = self.overloaded(candidates)
         if bound is not None and bound.name not in over:
             return bound, "session"
+        allowed = [r for r in candidates if r.name not in over]  # never empty: the least loaded is not over
+        tie = req.session or ""
+
+        def calm(r: Replica) -> tuple[float, float, float, int]:
+            return (r.load, r.kv_usage, self.index.occupancy(r.name), -rendezvous(tie, r.name))
+
         keys = req.keys(p)
         total = len(keys)
         matched = self.index.match(keys, (r.name for r in candidates)) if total else {}
-        mean = sum(r.load for r in candidates) / len(candidates)
-
-        def score(r: Replica) -> float:
-            frac = matched.get(r.name, 0) / total if total else 0.0
-            return (p.w_prefix * frac - p.w_load * r.load / (mean + 1.0) - p.w_kv * r.kv_usage
-                    - p.w_occupancy * self.index.occupancy(r.name))
-
-        tie = req.session or ""
-        ranked = sorted(candidates, key=lambda r: (-score(r), -rendezvous(tie, r.name)))
-        best = ranked[0]
-        if best.name in over:
-            allowed = next((r for r in ranked if r.name not in over), None)
-            if allowed is not None:
-                return allowed, "load_guard"
-        if bound is not None:  # the session's replica was overloaded
-            return best, "load_guard"
-        frac = matched.get(best.name, 0) / total if total else 0.0
-        return best, ("prefix" if total and frac >= p.cache_threshold else "least_loaded")
+        best_anywhere = max(matched.values(), default=0)
+        warm = total > 0 and best_anywhere >= p.cache_threshold * total
+        best = max((matched.get(r.name, 0) for r in allowed), default=0)
+        if total and best >= p.cache_threshold * total:
+            slack = max(1, int(p.match_slack * total))
+            choice = min((r for r in allowed if matched[r.name] >= best - slack), key=calm)
+            return choice, ("load_guard" if bound is not None or best < best_anywhere else "prefix")
+        return min(allowed, key=calm), ("load_guard" if bound is not None or warm else "least_loaded")
 
     def placed(self, req: RouteRequest, replica: Replica) -> None:
         keys = req.keys(self.params)

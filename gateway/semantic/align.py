@@ -59,10 +59,12 @@ def same_word(a: Token, b: Token) -> bool:
     short = x if len(x) <= len(y) else y
     if len(short) >= 5 and (x.startswith(y) or y.startswith(x)):
         return True  # germany/german, emails/email
-    if len(short) >= 4 and abs(len(x) - len(y)) <= 1:
+    if len(short) >= 3 and abs(len(x) - len(y)) <= 1:
         words = english_words()
         if x in words and y in words:
             return False  # two real words (`sick`/`sock`) are never one misspelt
+        if len(short) == 3:  # only a swap of two letters: VNP/VPN, not SMS/SMB
+            return len(x) == len(y) and sorted(x) == sorted(y) and sum(p != q for p, q in zip(x, y, strict=True)) == 2
         limit = 2 if len(short) >= 8 else 1
         return damerau1(x, y) <= limit
     return False
@@ -126,7 +128,7 @@ def align(a: Analysis, b: Analysis) -> Alignment:
     for tag, i1, i2, j1, j2 in ops:
         if tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1 and i1 not in matched_a and j1 not in matched_b:
             ta, tb = a.tokens[i1], b.tokens[j1]
-            if ta.han and tb.han and not ta.stop and not tb.stop and homophones(ta.text, tb.text):
+            if ta.han and tb.han and homophones(ta.text, tb.text):
                 matched_a.add(i1)
                 matched_b.add(j1)
                 canon_b[j1] = ta.text
@@ -134,10 +136,17 @@ def align(a: Analysis, b: Analysis) -> Alignment:
     unmatched_a = [i for i in a_content if i not in matched_a]
     unmatched_b = [j for j in b_content if j not in matched_b]
     ua, ub = set(unmatched_a), set(unmatched_b)
-    changed = 0
+    # Places where content changed; two changes with only function words between them are one
+    # place ("充值的钱" → "赠送的代金券" changes one slot, not two).
+    changed, bridge = 0, False
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal" and (ua.intersection(range(i1, i2)) or ub.intersection(range(j1, j2))):
-            changed += 1
+        if tag == "equal":
+            bridge = bridge and all(a.tokens[i].stop for i in range(i1, i2))
+            continue
+        if ua.intersection(range(i1, i2)) or ub.intersection(range(j1, j2)):
+            if not bridge:
+                changed += 1
+            bridge = True
     return Alignment([a.tokens[i] for i in unmatched_a], [b.tokens[j] for j in unmatched_b],
                      len(matched_a), matcher.ratio(), changed)
 

@@ -26,21 +26,28 @@ When no content word changed at all (reordered, misspelt, abbreviated, politer),
 
 from __future__ import annotations
 
-from collections import Counter
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from gateway.semantic.align import Alignment, align
 from gateway.semantic.lexical import Analysis, analyze
-from gateway.semantic.lexicon import EN_ANTONYMS, ZH_ANTONYMS
+from gateway.semantic.lexicon import EN_ANTONYMS, EN_FRAME, EN_SCOPE, ZH_ANTONYMS, ZH_FRAME, ZH_SCOPE
 
 
 @dataclass(frozen=True, slots=True)
 class GuardParams:
     """Tuning of the second stage (settings file: `semantic.params`; see docs/semantic-cache.md)."""
 
-    near_copy_ratio: float = 0.5  # token-sequence similarity from which a changed content word is a slot edit
+    # Token-sequence similarity (difflib ratio, 0..1) from which a changed content word means a
+    # changed slot; `single_change_ratio` applies when all changes sit in one place of the sentence.
+    near_copy_ratio: float = 0.6
+    single_change_ratio: float = 0.4
+    # Negation and scope words (all, every, 所有 …) are compared only between questions at least
+    # this alike (a reworded question may say "without internet" where the other says "offline").
+    marker_ratio: float = 0.3
+    marker_ratio_zh: float = 0.6  # Chinese is compared by character: the same rewording shares more
     same_content_margin: float = 0.10  # cosine slack when every content word has a counterpart
     cross_language: bool = False  # allow a hit between questions in different languages
     entity_check: bool = True  # reject an unmatched name-like token in reworded questions
@@ -68,19 +75,24 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         return "cross_language", None
     if a.numbers != b.numbers:
         return "number", None
-    if a.quoted != b.quoted:
+    if not _quotes_agree(a, b):
         return "quoted", None
-    if a.negations % 2 != b.negations % 2:
-        return "negation", None
     if _opposites(a, b):
         return "antonym", None
     if exclusive_terms and _exclusive(a, b, exclusive_terms):
         return "exclusive_terms", None
     al = align(a, b)
-    if _swapped(a, b):
+    marker_ratio = params.marker_ratio_zh if a.lang == "zh" else params.marker_ratio
+    if al.ratio >= marker_ratio:
+        if a.negations % 2 != b.negations % 2:
+            return "negation", al
+        if _scope_changed(a, b, al):
+            return "scope", al
+    if not al.unmatched_a and not al.unmatched_b and _roles_swapped(a, b):
         return "role_swap", al
     changed = bool(al.unmatched_a or al.unmatched_b)
-    if changed and al.ratio >= params.near_copy_ratio:
+    if changed and (al.ratio >= params.near_copy_ratio
+                    or (al.changed_blocks == 1 and al.ratio >= params.single_change_ratio)):
         return "slot_edit", al
     if params.entity_check and any(t.entity for t in (*al.unmatched_a, *al.unmatched_b)):
         return "entity", al
@@ -102,6 +114,12 @@ def decide(cached: str, query: str, similarity: float, threshold: float,
     if similarity < threshold and not same_content:
         return Verdict(False, "below_threshold", similarity)
     return Verdict(True, "hit", similarity)
+
+
+def _quotes_agree(a: Analysis, b: Analysis) -> bool:
+    """Every quoted string, identifier, URL or path of one question appears in the other."""
+    ta, tb = a.text.lower(), b.text.lower()
+    return all(q in tb for q in a.quoted) and all(q in ta for q in b.quoted)
 
 
 def _opposites(a: Analysis, b: Analysis) -> bool:
@@ -133,16 +151,37 @@ def _exclusive(a: Analysis, b: Analysis, groups: Sequence[Sequence[str]]) -> boo
     return False
 
 
-def _swapped(a: Analysis, b: Analysis) -> bool:
-    """Two terms exchanged places in an otherwise identical frame (`from X to Y` / `from Y to X`)."""
-    import difflib
-
-    sa, sb = [t.text for t in a.tokens], [t.text for t in b.tokens]
-    if Counter(t.text for t in a.content) != Counter(t.text for t in b.content):
-        return False
-    ops = [op for op in difflib.SequenceMatcher(None, sa, sb, autojunk=False).get_opcodes() if op[0] != "equal"]
-    for n, (_, i1, i2, j1, j2) in enumerate(ops):
-        for _, k1, k2, l1, l2 in ops[n + 1 :]:
-            if sa[i1:i2] and sa[i1:i2] == sb[l1:l2] and sa[k1:k2] and sa[k1:k2] == sb[j1:j2]:
-                return True
+def _scope_changed(a: Analysis, b: Analysis, al: Alignment) -> bool:
+    """A quantifier of scope (all, every, single, 所有, 一次性 …) on one side only."""
+    if any(t.raw in EN_SCOPE for t in (*al.unmatched_a, *al.unmatched_b)):
+        return True
+    if a.lang == "zh":
+        return any((w in a.text) != (w in b.text) for w in ZH_SCOPE)
     return False
+
+
+def _roles_swapped(a: Analysis, b: Analysis) -> bool:
+    """The same terms in exchanged roles: `from monthly to annual` / `from annual to monthly`."""
+    ra, rb = _roles(a), _roles(b)
+    words_a = {t.text for t in a.tokens} | set(a.text)
+    words_b = {t.text for t in b.tokens} | set(b.text)
+    for frame, after_a in ra.items():
+        after_b = rb.get(frame)
+        if after_b is not None and after_a != after_b and after_b in words_a and after_a in words_b:
+            return True
+    return False
+
+
+def _roles(a: Analysis) -> dict[str, str]:
+    """Role word → the content term after it (first occurrence): `from monthly` → {from: monthly}."""
+    roles: dict[str, str] = {}
+    toks = a.tokens
+    for i, t in enumerate(toks):
+        if t.raw in EN_FRAME and t.raw not in roles:
+            roles[t.raw] = next((u.text for u in toks[i + 1 :] if not u.stop), "")
+    if a.lang == "zh":
+        for word in ZH_FRAME:
+            at = a.text.find(word)
+            if at >= 0:
+                roles[word] = a.text[at + len(word) : at + len(word) + 1]
+    return roles

@@ -57,7 +57,7 @@ def _ms(seconds: float) -> int:
 class RedisStore(KVStore):
     name = "redis"
 
-    def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 64,
+    def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 32,
                  client: Redis | None = None) -> None:
         self.timeout = timeout
         if client is None:
@@ -69,6 +69,10 @@ class RedisStore(KVStore):
                 socket_connect_timeout=timeout,
                 retry=Retry(NoBackoff(), 0),
                 health_check_interval=0,
+                # No CLIENT SETINFO round trips on every new connection: a burst of requests
+                # right after start opens many at once, and those trips ate most of the timeout.
+                lib_name=None,
+                lib_version=None,
             )
             client = Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
         self._r = client

@@ -66,7 +66,8 @@ async def open_upstream(ctx: RequestContext, clients: UpstreamClients, router: F
         session = clients.session(ctx.provider)
         retry_status: int | None = None
         try:
-            response = await session.request(method, url, data=payload, headers=ctx.upstream_headers)
+            response = await session.request(method, url, data=payload, headers=ctx.upstream_headers,
+                                             proxy=clients.proxy_for(url))
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
             UPSTREAM_ERRORS.labels(ctx.provider, "timeout").inc()
             raise GatewayError(504, f"The upstream ({ctx.provider}) did not answer in time.") from exc

@@ -60,6 +60,7 @@ class UsageRecorder:
         self._meta: dict[str, dict[str, str]] = {}
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
         self.dropped = 0
 
     # ---- the request path ---------------------------------------------------------------------
@@ -74,16 +75,20 @@ class UsageRecorder:
     # ---- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
         if self._task is None:
+            self._stopping = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run(), name="usage-flush")
 
     async def stop(self, timeout: float = 10.0) -> bool:
         """Stop the background task and flush everything left; False if the store kept refusing."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
         deadline = self._clock() + timeout
+        if self._task is not None:
+            # Ask, never cancel: a task cancelled inside a redis-py call may swallow the
+            # cancellation (redis/redis-py#2028, #2551; reproduced with 8.1.0) and never end.
+            self._stopping.set()
+            done, _ = await asyncio.wait([self._task], timeout=timeout)
+            if not done:
+                self._task.cancel()
+            self._task = None
         while True:
             if await self.flush():
                 return True
@@ -94,12 +99,13 @@ class UsageRecorder:
             await asyncio.sleep(min(0.2, max(0.0, deadline - self._clock())))
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_interval)
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.flush_interval)
+            if self._stopping.is_set():
+                return  # stop() does the last flush
             try:
                 await self.flush()
-            except asyncio.CancelledError:
-                raise
             except Exception:  # a bug here must not stop accounting for good
                 log.exception("usage flush failed")
 

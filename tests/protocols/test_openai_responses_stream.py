@@ -45,7 +45,8 @@ def test_stream_without_terminal_event_is_incomplete() -> None:
 
 def test_error_event_and_failed_response() -> None:
     blocks = split_events(recorded("openai_responses_text.sse"))
-    err = b'event: error\ndata: {"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":9}'
+    err = (b'event: error\ndata: {"type":"error","code":"server_error","message":"boom","param":null,'
+           b'"sequence_number":9}')
     _, parser = run_parser(make, [b"\n\n".join([*blocks[:5], err]) + b"\n\n"])
     assert parser.error == {"message": "boom", "code": "server_error", "type": "error"} and parser.answer() is None
     failed = (b'event: response.failed\ndata: {"type":"response.failed","sequence_number":9,"response":'

@@ -4,13 +4,13 @@ test can kill (the port then refuses connections) and restart (same port, empty 
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 import uvicorn
 
-from conftest import free_port
 from gateway.emulators.faults import FaultController
 from gateway.emulators.latency import LatencyModel
 from gateway.emulators.vllm_app import VLLMConfig, VLLMReplica
@@ -77,7 +77,13 @@ class Fleet:
                 await self.kill(s)
 
 
-class _no_signals:  # noqa: N801 - stands in for uvicorn's context manager: tests own the signals
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _no_signals:  # stands in for uvicorn's signal capture: the test process owns the signals
     def __init__(self, *args: object) -> None:
         pass
 

@@ -16,7 +16,7 @@ from gateway.errors import GatewayError
 from gateway.metrics import PREFIX_HIT_RATE, ROUTE_DECISIONS
 from gateway.protocols.openai_chat import OpenAIChatAdapter
 from gateway.routing.pool import ReplicaPool
-from gateway.routing.router import RouteStage, Router
+from gateway.routing.router import Router, RouteStage
 from gateway.stores.memory import MemoryStore
 
 from .conftest import MODEL, Fleet

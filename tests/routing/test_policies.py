@@ -175,3 +175,26 @@ def test_unknown_policy_and_params_are_refused() -> None:
 def test_hrw_order_is_a_permutation() -> None:
     replicas = [Replica(u) for u in URLS]
     assert sorted(r.name for r in hrw_order("k", replicas)) == sorted(r.name for r in replicas)
+
+
+def test_bytes_per_token_is_learned_from_the_replicas_prompt_token_counter() -> None:
+    from gateway.routing.policies import CacheAware
+    from gateway.routing.scrape import ReplicaStats
+
+    policy = CacheAware(RoutingParams(chunk_bytes=64, bytes_per_token=4))
+    replica = Replica(URLS[0])
+    policy.observe(replica.name, None, ReplicaStats(kv_tokens=64_000, prompt_tokens=0))
+    assert policy.index.capacity(replica.name) == 4000
+    prev = ReplicaStats(kv_tokens=64_000, prompt_tokens=0)
+    for step in range(1, 4):  # 8 bytes of rendered request per token the replica counted
+        req = RouteRequest("m", {"prompt": "x" * 32_000}, "k")
+        req.keys(policy.params)
+        policy.placed(req, replica)
+        stats = ReplicaStats(kv_tokens=64_000, prompt_tokens=4_000 * step)
+        policy.observe(replica.name, prev, stats)
+        prev = stats
+    assert policy.bytes_per_token == pytest.approx(8.0)
+    assert policy.index.capacity(replica.name) == 8000
+    frozen = CacheAware(RoutingParams(calibrate=False))
+    frozen.observe(replica.name, ReplicaStats(prompt_tokens=0), ReplicaStats(prompt_tokens=9_000))
+    assert frozen.bytes_per_token == 4.0

@@ -46,7 +46,7 @@ CONVERSATION: dict[str, Any] = {
 def test_full_conversation() -> None:
     original = copy.deepcopy(CONVERSATION)
     path, body = translate_request(CONVERSATION)
-    assert CONVERSATION == original  # the client's body is never mutated
+    assert original == CONVERSATION  # the client's body is never mutated
     assert path == "/v1/messages"
     assert body == {
         "model": "claude-sonnet-4-5",
@@ -160,8 +160,8 @@ def test_agrees_with_litellm_on_messages_and_tools() -> None:
     from litellm.llms.anthropic.chat.transformation import AnthropicConfig
 
     request = copy.deepcopy(CONVERSATION)
-    request["messages"][2]["content"] = request["messages"][2]["content"][:1] + [
-        {"type": "image_url", "image_url": {"url": "https://example.com/sky.jpg"}}]
+    request["messages"][2]["content"] = [request["messages"][2]["content"][0],
+                                         {"type": "image_url", "image_url": {"url": "https://example.com/sky.jpg"}}]
     ours = translate_request(request)[1]
     request["messages"][1]["role"] = "system"  # litellm.completion maps developer → system before this step
     cfg = AnthropicConfig()

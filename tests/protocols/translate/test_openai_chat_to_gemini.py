@@ -53,7 +53,7 @@ def validate(body: dict[str, Any]) -> None:
 def test_full_conversation() -> None:
     original = copy.deepcopy(CONVERSATION)
     path, body = translate_request(CONVERSATION)
-    assert CONVERSATION == original
+    assert original == CONVERSATION
     assert path == "/v1beta/models/gemini-2.5-flash:generateContent"
     assert body == {
         "contents": [

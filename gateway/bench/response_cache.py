@@ -1,0 +1,288 @@
+"""`llm-cache-gateway bench response-cache`: response-cache hits against the miss path, same run.
+
+    llm-cache-gateway bench response-cache [--concurrency 50] [--requests 6000] [--rate 1000]
+        [--backends redis,memory] [--latency base=0.1,prefill=0,cached=0,itl=0.0005] [--write docs/benchmarks.md]
+
+Processes: a `redis-server` on loopback (started here), the vendor emulators, the gateway (uvicorn,
+uvloop, the usage and response-cache stages) and this load generator (aiohttp), each its own process.
+For each backend (Redis, then the embedded store):
+1. misses: `--concurrency` closed-loop clients send OpenAI Chat requests that are all different, so
+   each goes upstream (the emulator answers in ~120 ms with the default latency) and is stored;
+2. hits, closed loop: the same clients repeat `--keys` stored requests (non-stream, then stream):
+   the most hits per second the gateway serves at that concurrency. In a closed loop the latency is
+   the queueing time too (Little's law: p50 ≈ concurrency / throughput);
+3. hits, open loop: requests arrive at a fixed `--rate` per second over the same number of client
+   connections: the latency of a hit when the gateway is not saturated.
+Every answer's `x-gateway-cache` is checked (a hit phase with anything but `response-hit` fails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+from gateway.bench.common import OFFLINE_ENV, LoadResult, append_section, closed_loop, fmt_ms, summary
+from gateway.localrun import free_port, write_policies
+
+KEY = "bench-key"
+MODEL = "gpt-4o-mini"
+
+
+# ---- the processes ----------------------------------------------------------------------------
+
+
+class RedisProcess:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="gw-bench-redis-")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def __enter__(self) -> RedisProcess:
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise SystemExit("redis-server is not installed (apt-get install -y redis-server)")
+        self.proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                                      "--appendonly", "no", "--dir", self.dir], stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class GatewayChild:
+    """The gateway in its own process (`python -m gateway.bench.response_cache --serve`), built with
+    the response-cache stage wired in even where the default assembly does not list it yet."""
+
+    def __init__(self, vendor_url: str, redis_url: str | None) -> None:
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="gw-bench-rc-"))
+        write_policies(self.dir / "policies", {"bench": {"key": KEY, "semantic_cache": {"enabled": False}}})
+        self.env = {**os.environ, **OFFLINE_ENV, "GATEWAY_POLICIES": str(self.dir / "policies"),
+                    "GATEWAY_DATA_DIR": str(self.dir / "data"), "GATEWAY_OPENAI_BASE_URL": f"{vendor_url}/v1",
+                    "OPENAI_API_KEY": "sk-bench", "GATEWAY_PORT": str(self.port)}
+        self.env.pop("GATEWAY_REDIS_URL", None)
+        if redis_url:
+            self.env["GATEWAY_REDIS_URL"] = redis_url
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> GatewayChild:
+        self.log = (self.dir / "gateway.log").open("wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.bench.response_cache", "--serve"],
+                                     env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError((self.dir / "gateway.log").read_text()[-3000:])
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError("gateway did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+
+def serve() -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+    from gateway.assembly import build_components
+    from gateway.cache import ResponseCacheStage
+    from gateway.config import Settings
+    from gateway.usage.stage import UsageStage
+
+    settings = Settings.load()
+    parts = build_components(settings)
+    if parts.pipeline.stage(ResponseCacheStage.name) is None:
+        stages = parts.pipeline.stages
+        if not any(s.name == UsageStage.name for s in stages):
+            stages.insert(0, UsageStage(settings, parts.store))
+        at = next((i + 1 for i, s in enumerate(stages) if s.name == UsageStage.name), 0)
+        stage = ResponseCacheStage(parts.store, idle_timeout=settings.read_timeout)
+        stages.insert(at, stage)
+        parts.purgers.setdefault("response", stage.purge)
+    uvicorn.run(create_app(settings, parts), host="127.0.0.1", port=settings.port, loop="uvloop", http="httptools",
+                log_level="warning", access_log=False)
+    return 0
+
+
+# ---- load -------------------------------------------------------------------------------------
+
+
+def _body(text: str, stream: bool) -> bytes:
+    body: dict[str, object] = {"model": MODEL, "messages": [{"role": "user", "content": text}]}
+    if stream:
+        body["stream"] = True
+    return orjson.dumps(body)
+
+
+Send = Callable[[aiohttp.ClientSession, int], Awaitable[tuple[int, float | None]]]
+
+
+def _sender(url: str, texts: Callable[[int], str], stream: bool, expect: str, seen: dict[str, int]) -> Send:
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    bodies: dict[str, bytes] = {}
+
+    async def send(session: aiohttp.ClientSession, i: int) -> tuple[int, float | None]:
+        text = texts(i)
+        body = bodies.get(text) or _body(text, stream)
+        async with session.post(f"{url}/v1/chat/completions", data=body, headers=headers) as resp:
+            ttft = None
+            if stream:
+                async for _ in resp.content.iter_any():
+                    ttft = ttft or time.perf_counter()
+            else:
+                await resp.read()
+            status = resp.headers.get("x-gateway-cache", "?")
+            seen[status] = seen.get(status, 0) + 1
+            if resp.status == 200 and status != expect:
+                return 599, ttft  # counted as an error: the phase did not measure what it says
+            return resp.status, ttft
+
+    return send
+
+
+async def open_loop(send: Send, *, rate: float, total: int, connections: int) -> LoadResult:
+    """Requests start at a fixed rate (not when the previous one ended), over `connections`."""
+    result = LoadResult()
+    limit = asyncio.Semaphore(connections)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections)) as session:
+
+        async def one(i: int, due: float) -> None:
+            async with limit:
+                try:
+                    status, _ = await send(session, i)
+                except (TimeoutError, aiohttp.ClientError):
+                    result.errors += 1
+                    return
+            if status < 400:
+                result.latencies.append(time.perf_counter() - due)  # from when it was due: no coordinated omission
+            else:
+                result.errors += 1
+
+        t0 = time.perf_counter()
+        tasks = []
+        for i in range(total):
+            due = t0 + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(i, due)))
+        await asyncio.gather(*tasks)
+        result.elapsed = time.perf_counter() - t0
+    return result
+
+
+async def run_backend(url: str, args: argparse.Namespace, tag: str) -> dict[str, LoadResult]:
+    seen: dict[str, int] = {}
+    run = f"{tag}-{time.time_ns()}"
+    prompts = [f"[{run}] Question {i}: how do retry budgets interact with circuit breakers?" for i in range(args.keys)]
+    rows: dict[str, LoadResult] = {}
+    n_miss = max(args.concurrency * 4, args.requests // 10)
+    # Misses: each request different, so each goes upstream (and is stored).
+    rows["miss"] = await closed_loop(
+        _sender(url, lambda i: f"[{run}] miss {i}: how do retry budgets interact?", False, "miss", seen),
+        concurrency=args.concurrency, total=n_miss)
+    # Store the hit set (these are misses too), then hit it.
+    await closed_loop(_sender(url, lambda i: prompts[i], False, "miss", seen), concurrency=min(args.concurrency,
+                      args.keys), total=args.keys)
+    for stream in (False, True):
+        kind = "stream" if stream else "non-stream"
+        rows[f"hit {kind}"] = await closed_loop(
+            _sender(url, lambda i: prompts[i % len(prompts)], stream, "response-hit", seen),
+            concurrency=args.concurrency, total=args.requests, warmup=args.concurrency * 4)
+    rows["hit open-loop"] = await open_loop(
+        _sender(url, lambda i: prompts[i % len(prompts)], False, "response-hit", seen),
+        rate=args.rate, total=int(args.rate * args.open_seconds), connections=args.concurrency)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv and argv[0] == "--serve":
+        return serve()
+    p = argparse.ArgumentParser(prog="llm-cache-gateway bench response-cache", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--concurrency", type=int, default=50, help="client connections (closed-loop clients)")
+    p.add_argument("--requests", type=int, default=6000, help="requests per closed-loop hit phase")
+    p.add_argument("--keys", type=int, default=200, help="distinct stored requests the hit phases repeat")
+    p.add_argument("--rate", type=float, default=1000.0, help="open-loop arrival rate, requests/s")
+    p.add_argument("--open-seconds", type=float, default=5.0, help="length of the open-loop phase")
+    p.add_argument("--backends", default="redis,memory", help="comma-separated: redis, memory")
+    p.add_argument("--latency", default="base=0.1,prefill=0,cached=0,itl=0.0005",
+                   help="emulator latency model for the miss path (~120 ms an answer)")
+    p.add_argument("--write", type=Path, default=None, help="replace this benchmark's section of a markdown file")
+    args = p.parse_args(argv)
+
+    from gateway.emulators.process import EmulatorProcess
+
+    results: list[tuple[str, dict[str, LoadResult]]] = []
+    with EmulatorProcess(latency=args.latency) as emu, RedisProcess() as redis:
+        for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+            with GatewayChild(emu.vendor_url, redis.url if backend == "redis" else None) as gw:
+                results.append((backend, asyncio.run(run_backend(gw.url, args, backend))))
+
+    lines = [f"{args.concurrency} client connections; closed-loop hit phases of {args.requests} requests over "
+             f"{args.keys} stored requests; open loop at {args.rate:g} req/s for {args.open_seconds:g} s; "
+             f"miss path: emulator latency `{args.latency}`.", "",
+             "| store | phase | requests | errors | p50 ms | p99 ms | req/s | p50 vs miss |",
+             "|---|---|---|---|---|---|---|---|"]
+    failed = False
+    for backend, rows in results:
+        miss = rows["miss"]
+        for phase, r in rows.items():
+            print(summary(f"{backend} {phase}", r))
+            failed |= r.errors > 0
+            ratio = miss.pct(50) / r.pct(50) if phase != "miss" and r.latencies else float("nan")
+            lines.append(f"| {backend} | {phase} | {r.ok} | {r.errors} | {fmt_ms(r.pct(50)).strip()} | "
+                         f"{fmt_ms(r.pct(99)).strip()} | {r.rate:.0f} | "
+                         f"{'' if phase == 'miss' else f'{ratio:.0f}x faster'} |")
+    lines += ["", "Command: `llm-cache-gateway bench response-cache " + " ".join(argv or []) + "`"]
+    print("\n".join(lines))
+    if args.write:
+        append_section(args.write, "Response cache: hits vs the miss path", "\n".join(lines))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

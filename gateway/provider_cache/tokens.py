@@ -1,0 +1,90 @@
+"""Cheap, offline token counts of a prefix, for the minimum-length checks and the break-even.
+
+Precision matters only near a model's minimum cacheable length, so one tokenizer serves every
+vendor: tiktoken's `o200k_base`, read from the BPE file litellm bundles (no download, and litellm
+itself is not imported: its import costs seconds). Counts are cached by text. Until `load()` has
+run (off the event loop, at stage start), or if the file is missing, a character estimate stands
+in: ~4 characters per token for ASCII text, 1 per token for other scripts (CJK text runs near one
+token per character), which errs on the high side for English.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("gateway.provider_cache")
+
+_MAX_CACHED = 16_384
+
+
+def _bundled_dir() -> Path | None:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+    return path if path.is_dir() else None
+
+
+def estimate(text: str) -> int:
+    ascii_chars = sum(1 for c in text if c < "\x80")
+    return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
+
+
+class TokenCounter:
+    def __init__(self) -> None:
+        self._enc: Any = None
+        self._cache: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def exact(self) -> bool:
+        return self._enc is not None
+
+    def load(self) -> bool:
+        """Load o200k_base (blocking, ~0.3 s): call from a thread. False when unavailable."""
+        if self._enc is not None:
+            return True
+        with self._lock:
+            if self._enc is not None:
+                return True
+            folder = _bundled_dir()
+            if folder is None:
+                return False
+            try:
+                import tiktoken
+
+                # tiktoken finds its files through this variable only; litellm sets it the same way
+                # (process-wide) when it is imported, so pointing it there changes nothing else.
+                os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
+                self._enc = tiktoken.get_encoding("o200k_base")
+            except Exception as exc:  # a missing file must not stop the gateway: estimates remain
+                log.warning("tokenizer unavailable; using character estimates", extra={"error": repr(exc)})
+                return False
+        return True
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._enc is None:
+            return estimate(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        n = self._cache.get(key)
+        if n is None:
+            n = len(self._enc.encode_ordinary(text))
+            if len(self._cache) >= _MAX_CACHED:
+                del self._cache[next(iter(self._cache))]
+            self._cache[key] = n
+        return n
+
+
+_default = TokenCounter()
+
+
+def default_counter() -> TokenCounter:
+    return _default

@@ -1,0 +1,183 @@
+"""`llm-cache-gateway report [--tenant T] [--since 7d]`: usage tables per tenant and per template.
+
+Where the data is: with `GATEWAY_REDIS_URL` (or `redis_url` in `--config`) the command reads Redis
+itself; with the embedded store the data lives inside the running gateway, so the command asks it
+(`GET /admin/usage/report` on `host:port`, with `GATEWAY_ADMIN_KEY`). Both paths compute the same
+`report_data`.
+
+Per tenant: requests, hit rate by layer (response, semantic, single-flight of all requests;
+provider of the requests that reached the vendor), tokens by kind, cost, cost without caching,
+saved. Per template the same, plus the break-even verdict (breakeven.py) with the observed N.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import orjson
+
+from gateway.stores.base import KVStore
+from gateway.usage import query
+from gateway.usage.breakeven import verdict
+from gateway.usage.keys import NO_TEMPLATE
+from gateway.usage.pricing import PriceBook
+
+
+def _row(agg: dict[str, int | float]) -> dict[str, Any]:
+    s = query.shape(agg)
+    return {
+        "requests": s["requests"],
+        "hit_rate": s["hit_rate"],
+        "tokens": {
+            "input": s["input_tokens"],
+            "cached_input": s["cached_input_tokens"],
+            "cache_write": s["cache_creation_input_tokens"],
+            "output": s["output_tokens"],
+            "served_from_gateway_cache": int(agg["hit_input_tokens"] + agg["hit_output_tokens"]),
+        },
+        "cost_usd": s["cost_usd"],
+        "cost_without_cache_usd": s["cost_without_cache_usd"],
+        "saved_usd": s["saved_usd"],
+        "saved_by_layer": s["saved_by_layer"],
+        "errors": s["errors"],
+    }
+
+
+async def report_data(store: KVStore, tenant: str | None, since: str | None = "7d",
+                      prices: PriceBook | None = None) -> dict[str, Any]:
+    seconds = query.parse_since(since)
+    names = [tenant] if tenant else await query.tenants(store)
+    out: list[dict[str, Any]] = []
+    for name in names:
+        row = {"tenant": name, **_row(await query.tenant_agg(store, name, seconds)), "templates": []}
+        for template, agg in (await query.breakdown(store, name, "template", since)).items():
+            meta = await query.template_meta(store, name, template)
+            provider, model = meta.get("provider", ""), meta.get("model", "")
+            model_prices = prices.lookup(provider, model) if prices is not None and model else None
+            trow = {"template": template, "provider": provider, "model": model, **_row(agg),
+                    "breakeven": verdict(agg, model_prices, provider).as_dict()}
+            row["templates"].append(trow)
+        out.append(row)
+    return {"since": since if seconds is not None else None, "generated_at": time.time(), "tenants": out}
+
+
+# ---- the command ------------------------------------------------------------------------------
+
+
+def report_command(settings: Any, tenant: str | None, since: str) -> int:
+    try:
+        query.parse_since(since)
+    except ValueError as exc:
+        print(f"error: --since: {exc}")
+        return 2
+    try:
+        data = _local(settings, tenant, since) if settings.redis_url else _remote(settings, tenant, since)
+    except ReportError as exc:
+        print(f"error: {exc}")
+        return 1
+    render(data)
+    return 0
+
+
+class ReportError(Exception):
+    pass
+
+
+def _local(settings: Any, tenant: str | None, since: str) -> dict[str, Any]:
+    from gateway.stores import open_store
+    from gateway.stores.base import StoreUnavailable
+
+    async def run() -> dict[str, Any]:
+        store = open_store(settings)
+        try:
+            return await report_data(store, tenant, since, PriceBook(settings))
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(run())
+    except StoreUnavailable as exc:
+        raise ReportError(f"Redis at {settings.redis_url} is unavailable: {exc}") from exc
+
+
+def _remote(settings: Any, tenant: str | None, since: str) -> dict[str, Any]:
+    key = settings.admin_key.get_secret_value() if settings.admin_key else None
+    if not key:
+        raise ReportError("with the embedded store the report asks the running gateway, which needs "
+                          "GATEWAY_ADMIN_KEY (or set GATEWAY_REDIS_URL to read Redis directly)")
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    params = {"since": since, **({"tenant": tenant} if tenant else {})}
+    url = f"http://{host}:{settings.port}/admin/usage/report?{urllib.parse.urlencode(params)}"
+    request = urllib.request.Request(url, headers={"authorization": f"Bearer {key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # a CLI: blocking is fine
+            return orjson.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise ReportError(f"the gateway at {url} answered {exc.code}: {exc.read()[:300].decode(errors='replace')}"
+                          ) from exc
+    except OSError as exc:
+        raise ReportError(f"no gateway answered at {url} ({exc}); start it or set GATEWAY_REDIS_URL") from exc
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.4f}" if abs(value) < 100 else f"${value:,.2f}"
+
+
+def _tok(value: int) -> str:
+    return f"{value:,}"
+
+
+def render(data: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    tenants = data.get("tenants", [])
+    window = f"since {data['since']}" if data.get("since") else "all time"
+    if not tenants:
+        console.print(f"No usage recorded ({window}).")
+        return
+    summary = Table(title=f"Usage per tenant ({window})")
+    for col in ("tenant", "requests", "response hit", "semantic hit", "single-flight", "provider hit",
+                "input tok", "cached tok", "write tok", "output tok", "cost", "without cache", "saved"):
+        summary.add_column(col, justify="left" if col == "tenant" else "right")
+    for t in tenants:
+        summary.add_row(t["tenant"], *_cells(t))
+    console.print(summary)
+
+    per_template = Table(title=f"Usage per prompt template ({window})")
+    for col in ("tenant", "template", "model", "requests", "response hit", "semantic hit", "single-flight",
+                "provider hit", "input tok", "cached tok", "write tok", "output tok", "cost", "without cache",
+                "saved", "N", "W+(N−1)R+S vs N", "break-even"):
+        per_template.add_column(col, justify="left" if col in ("tenant", "template", "model", "break-even")
+                                else "right")
+    for t in tenants:
+        for row in t["templates"]:
+            be = row["breakeven"]
+            if be["applies"]:
+                math = f"{be['with_cache']:.2f} vs {be['without_cache']:.2f}"
+                word = "[green]caching pays[/green]" if be["pays"] else "[red]caching costs more[/red]"
+                n = f"{be['N']:.2f}"
+            else:
+                math, word, n = "–", "no provider caching", "–"
+            name = "(no template)" if row["template"] == NO_TEMPLATE else row["template"]
+            per_template.add_row(t["tenant"], name, row["model"] or "–", *_cells(row), n, math, word)
+    console.print(per_template)
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    rate, tok = row["hit_rate"], row["tokens"]
+    return [
+        _tok(row["requests"]), _pct(rate["response"]), _pct(rate["semantic"]), _pct(rate["single_flight"]),
+        _pct(rate["provider"]), _tok(tok["input"]), _tok(tok["cached_input"]), _tok(tok["cache_write"]),
+        _tok(tok["output"]), _usd(row["cost_usd"]), _usd(row["cost_without_cache_usd"]), _usd(row["saved_usd"]),
+    ]
