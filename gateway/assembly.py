@@ -4,6 +4,7 @@ them all."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from gateway.metrics import STAGE_ERRORS
 from gateway.passthrough import forward
 from gateway.pipeline import Pipeline, Stage
 from gateway.policy.registry import PolicyRegistry
+from gateway.protocols.translate import preload as preload_translation
 from gateway.providers import ProviderTable
 from gateway.respond import error_response
 from gateway.stores import open_store
@@ -50,6 +52,8 @@ class Components:
     started: bool = False
 
     async def start(self) -> None:
+        # Warm what the first translated request would otherwise load on the event loop.
+        await asyncio.to_thread(preload_translation)
         for part in self.background:
             await part.start()
         await self.pipeline.start()

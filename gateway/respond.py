@@ -15,7 +15,7 @@ post-stages (usage, stores) in the background, so they never delay the client.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 
 import orjson
 from starlette.responses import Response, StreamingResponse
@@ -70,71 +70,67 @@ def respond_hit(ctx: RequestContext, hit: Hit, done: Done) -> Response:
     ctx.similarity = hit.similarity
     ctx.answered_by = _ANSWERED_BY.get(hit.status, "single-flight")
     if hit.answer is not None:
-        events: AsyncIterator[Event] | Iterable[Event] = hit.answer.events(REPLAY_CHUNK_CHARS if ctx.stream else 0)
-    elif hit.events is not None:
-        events = hit.events
-    else:
+        # A whole answer is rendered by the adapter itself: it can replay what events do not carry
+        # (Anthropic's prompt usage in message_start, refusals, thought signatures).
+        _complete(ctx, hit.answer, ctx.answered_by)
+        if ctx.stream:
+            return _stream(ctx, _replay(ctx, hit.answer, done))
+        ctx.ttft_s = ctx.elapsed()
+        body = orjson.dumps(ctx.adapter.render_answer(hit.answer, ctx.body, ctx.request_id))
+        _finish(ctx, done)
+        return json_response(ctx, 200, body)
+    if hit.events is None:
         raise ValueError("a Hit carries an answer or events")
     if ctx.stream:
-        return _stream(ctx, _render_events(ctx, events, done))
-    return _answer_from_events(ctx, events, done)
+        return _stream(ctx, _render_events(ctx, hit.events, done))
+    return _GatheredResponse(ctx, _gather(ctx, hit.events, done))
 
 
-async def _aiter(events: AsyncIterator[Event] | Iterable[Event]) -> AsyncIterator[Event]:
-    if isinstance(events, AsyncIterator):
-        async for event in events:
-            yield event
-    else:
-        for event in events:
-            yield event
+async def _replay(ctx: RequestContext, answer: Answer, done: Done) -> AsyncIterator[bytes]:
+    try:
+        for chunk in ctx.adapter.replay(answer, ctx.body, ctx.request_id, _wants_usage(ctx), REPLAY_CHUNK_CHARS):
+            if ctx.ttft_s is None:
+                ctx.ttft_s = ctx.elapsed()
+            yield chunk
+    finally:
+        _finish(ctx, done)
 
 
-async def _render_events(ctx: RequestContext, events: AsyncIterator[Event] | Iterable[Event],
-                         done: Done) -> AsyncIterator[bytes]:
+async def _render_events(ctx: RequestContext, events: AsyncIterator[Event], done: Done) -> AsyncIterator[bytes]:
+    """A follower's stream: another request's upstream answer, rendered as it arrives."""
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
     builder = AnswerBuilder(ctx.provider)
     try:
-        async for event in _aiter(events):
+        async for event in events:
             builder.add(event)
             out = renderer.render(event)
             if out:
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
-        yield renderer.close()
-        _complete(ctx, builder.answer(), ctx.answered_by or "single-flight")
+        if builder.finished:
+            yield renderer.close()
+            _complete(ctx, builder.answer(), ctx.answered_by)
+        else:
+            yield renderer.error(502, "The upstream answer this request was waiting for failed.")
     finally:
         _finish(ctx, done)
 
 
-def _answer_from_events(ctx: RequestContext, events: AsyncIterator[Event] | Iterable[Event],
-                        done: Done) -> Response:
-    if isinstance(events, AsyncIterator):
-        # A follower waiting on a live feed: gather it, then answer in one piece.
-        async def gather() -> AsyncIterator[bytes]:
-            builder = AnswerBuilder(ctx.provider)
-            try:
-                async for event in events:
-                    builder.add(event)
-                answer = builder.answer()
-                if answer is None:
-                    raise GatewayError(502, "The upstream answer this request was waiting for failed.")
-                _complete(ctx, answer, ctx.answered_by or "single-flight")
-                yield orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
-            finally:
-                _finish(ctx, done)
-
-        return _GatheredResponse(ctx, gather())
+async def _gather(ctx: RequestContext, events: AsyncIterator[Event], done: Done) -> AsyncIterator[bytes]:
+    """A follower's non-stream answer: wait for the whole feed, answer in one piece."""
     builder = AnswerBuilder(ctx.provider)
-    for event in events:
-        builder.add(event)
-    answer = builder.answer()
-    assert answer is not None
-    _complete(ctx, answer, ctx.answered_by)
-    ctx.ttft_s = ctx.elapsed()
-    body = orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
-    _finish(ctx, done)
-    return json_response(ctx, 200, body)
+    try:
+        async for event in events:
+            builder.add(event)
+        answer = builder.answer()
+        if answer is None:
+            raise GatewayError(502, "The upstream answer this request was waiting for failed.")
+        _complete(ctx, answer, ctx.answered_by)
+        ctx.ttft_s = ctx.elapsed()
+        yield orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
+    finally:
+        _finish(ctx, done)
 
 
 class _GatheredResponse(Response):
@@ -191,7 +187,7 @@ async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
         if answer is not None and ctx.translated:
             body = orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
     elif ctx.translated:
-        body = orjson.dumps(ctx.adapter.error_body(up.status, _upstream_message(raw)))
+        body = orjson.dumps(ctx.adapter.error_body(up.status, *upstream_adapter.parse_error(up.status, raw)))
     if answer is not None:
         _complete(ctx, answer, "upstream")
     else:
@@ -202,25 +198,12 @@ async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
     return json_response(ctx, up.status, body, extra)
 
 
-def _upstream_message(raw: bytes) -> str:
-    try:
-        data = orjson.loads(raw)
-        err = data.get("error", data) if isinstance(data, dict) else data
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    except orjson.JSONDecodeError:
-        pass
-    return raw[:500].decode("utf-8", "replace")
-
-
 async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser, sse_filter: SSEFilter | None,
                         done: Done) -> AsyncIterator[bytes]:
-    builder = AnswerBuilder(ctx.provider)
     splitter = SSESplitter() if sse_filter is not None else None
     try:
         async for chunk in up.response.content.iter_any():
-            for event in parser.feed(chunk):
-                builder.add(event)
+            parser.feed(chunk)
             if splitter is not None:
                 out = b"".join(
                     kept + b"\n\n" for ev in splitter.feed(chunk) if (kept := sse_filter(ev)) is not None  # type: ignore[misc]
@@ -231,11 +214,10 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
-        _end_parser(parser, builder)
+        parser.end()
         if splitter is not None and (rest := splitter.rest()) and (kept := sse_filter(rest)) is not None:  # type: ignore[misc]
             yield kept + b"\n\n"
-        if parser.error is None:
-            _complete(ctx, builder.answer(), "upstream")
+        _complete(ctx, parser.answer(), "upstream")
     finally:
         up.close()
         _finish(ctx, done)
@@ -244,46 +226,31 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
 async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                             done: Done) -> AsyncIterator[bytes]:
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
-    builder = AnswerBuilder(ctx.provider)
     try:
         async for chunk in up.response.content.iter_any():
-            out = b"".join(renderer.render(ev) for ev in _add_all(builder, parser.feed(chunk)))
+            out = b"".join(renderer.render(ev) for ev in parser.feed(chunk))
             if out:
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
-        tail = b"".join(renderer.render(ev) for ev in _add_all(builder, _end_events(parser)))
-        if parser.error is None and builder.finished:
+        tail = b"".join(renderer.render(ev) for ev in parser.end())
+        answer = parser.answer()
+        if answer is not None:
             yield tail + renderer.close()
-            _complete(ctx, builder.answer(), "upstream")
-        elif parser.error is not None:
-            message = _upstream_message(orjson.dumps(parser.error))
-            yield tail + _stream_error(ctx, message)
+            _complete(ctx, answer, "upstream")
+        else:
+            message, code = _stream_failure(ctx, parser)
+            yield tail + renderer.error(502, message, code)
     finally:
         up.close()
         _finish(ctx, done)
 
 
-def _stream_error(ctx: RequestContext, message: str) -> bytes:
-    render_error = getattr(ctx.adapter, "stream_error", None)
-    if render_error is not None:
-        return render_error(message)
-    return b"data: " + orjson.dumps(ctx.adapter.error_body(502, message)) + b"\n\n"
-
-
-def _add_all(builder: AnswerBuilder, events: list[Event]) -> list[Event]:
-    for event in events:
-        builder.add(event)
-    return events
-
-
-def _end_events(parser: StreamParser) -> list[Event]:
-    end = getattr(parser, "end", None)
-    return end() if end is not None else []
-
-
-def _end_parser(parser: StreamParser, builder: AnswerBuilder) -> None:
-    _add_all(builder, _end_events(parser))
+def _stream_failure(ctx: RequestContext, parser: StreamParser) -> tuple[str, str | None]:
+    if parser.error is None:
+        return f"The upstream ({ctx.provider}) stream ended before the answer was complete.", None
+    upstream_adapter = ctx.upstream_adapter or ctx.adapter
+    return upstream_adapter.parse_error(502, orjson.dumps(parser.error))
 
 
 def _wants_usage(ctx: RequestContext) -> bool:

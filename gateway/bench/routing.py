@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -120,6 +118,7 @@ class Result:
     requests: int
     per_replica: Counter[str]
     errors: int
+    reasons: Counter[str]
 
     def q(self, p: float) -> float:
         s = sorted(self.ttft)
@@ -170,6 +169,7 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     queue = list(reversed(wl.sessions))
     ttfts: list[float] = []
     per_replica: Counter[str] = Counter({r: 0 for r in router.pool.replicas})
+    reasons: Counter[str] = Counter()
     errors = 0
 
     async def worker() -> None:
@@ -182,6 +182,7 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                 t0 = time.perf_counter()
                 decision = await router.decide(router.request(body, session_key(body)))
                 replica = decision.replica
+                reasons[decision.reason] += 1
                 router.begin(replica)
                 try:
                     status, text, first = await _send(http, replica.base_url, body, wl.output_tokens)
@@ -206,78 +207,31 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
         async with http.get(url + "/metrics") as resp:
             stats = parse_metrics(await resp.text())
         hits, queries = hits + (stats.hits or 0), queries + (stats.queries or 0)
-    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), per_replica, errors)
+    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), per_replica, errors, reasons)
 
 
-# ---- replicas subprocess --------------------------------------------------------------------------------
-def serve(ports: list[int], kv_blocks: list[int], max_num_seqs: list[int], latency: str) -> None:
-    """The replica subprocess: one emulated vLLM replica per port."""
-    import uvicorn
-
-    from gateway.emulators.faults import FaultController
-    from gateway.emulators.latency import parse_latency
-    from gateway.emulators.vllm_app import VLLMConfig, VLLMReplica
-    from gateway.emulators.web import EmulatorState
-
-    async def main() -> None:
-        state = EmulatorState(latency=parse_latency(latency))
-        servers = []
-        for i, (port, kv, seqs) in enumerate(zip(ports, kv_blocks, max_num_seqs, strict=True)):
-            replica = VLLMReplica(state, FaultController(), VLLMConfig(kv_capacity_blocks=kv, max_num_seqs=seqs), i)
-            config = uvicorn.Config(replica.app, host="127.0.0.1", port=port, log_level="warning",
-                                    access_log=False, lifespan="off")
-            servers.append(uvicorn.Server(config))
-        await asyncio.gather(*(s.serve() for s in servers))
-
-    asyncio.run(main())
-
-
-def _free_ports(n: int) -> list[int]:
-    import socket
-
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
+# ---- replicas -----------------------------------------------------------------------------------------
 class Replicas:
-    """The replica subprocess: `n` limited replicas and one unlimited (the bound)."""
+    """Two emulator subprocesses (`python -m gateway.emulators`): `n` replicas with limited KV, and one
+    replica with unlimited KV for the upper bound."""
 
     def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str) -> None:
-        self.ports = _free_ports(n + 1)
-        kv = [kv_blocks] * n + [4_000_000]
-        seqs = [max_num_seqs] * n + [4096]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway.bench.routing", "--serve", "--ports", ",".join(map(str, self.ports)),
-             "--kv", ",".join(map(str, kv)), "--seqs", ",".join(map(str, seqs)), "--latency", latency])
-        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports[:n]]
-        self.bound_url = f"http://127.0.0.1:{self.ports[n]}"
+        from gateway.emulators.process import EmulatorProcess
 
-    async def wait(self, http: aiohttp.ClientSession) -> None:
-        deadline = time.monotonic() + 60
-        for url in [*self.urls, self.bound_url]:
-            while True:
-                try:
-                    async with http.get(url + "/health") as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("the emulated vLLM replicas did not start")
-                await asyncio.sleep(0.1)
+        self.limited = EmulatorProcess(vllm_replicas=n, latency=latency, extra_args=[
+            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL])
+        self.unlimited = EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
+            "--kv-capacity-blocks", str(4_000_000), "--max-num-seqs", "4096", "--model", MODEL])
+
+    def start(self) -> None:
+        self.limited.start()
+        self.unlimited.start()
+        self.urls = self.limited.vllm_urls
+        self.bound_url = self.unlimited.vllm_urls[0]
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.limited.stop()
+        self.unlimited.stop()
 
 
 # ---- report ---------------------------------------------------------------------------------------------
@@ -303,6 +257,9 @@ def report(wl: Workload, results: dict[str, Result]) -> tuple[list[str], dict[st
             checks[f"{wl.name}: TTFT p50 >= 2x better than round_robin"] = rr.q(0.5) >= 2 * ca.q(0.5)
         checks[f"{wl.name}: imbalance <= 1.3"] = ca.imbalance <= 1.3
     lines.append("  * bound: the same workload on one replica with unlimited KV (the best hit rate possible)")
+    if "cache_aware" in results:
+        lines.append("  cache_aware decisions: " + ", ".join(
+            f"{k} {v}" for k, v in results["cache_aware"].reasons.most_common()))
     return lines, checks
 
 
@@ -313,10 +270,10 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     replicas = Replicas(args.replicas, args.kv_blocks, args.max_num_seqs, args.latency)
     out: dict[str, Any] = {}
     all_checks: dict[str, bool] = {}
+    await asyncio.to_thread(replicas.start)
     connector = aiohttp.TCPConnector(limit=0)
     try:
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
-            await replicas.wait(http)
             print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
                   f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
                   "clients; the router is driven directly (real pool, policies and HTTP to the replicas)\n")
@@ -330,10 +287,11 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                 all_checks.update(checks)
                 out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
                                     "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
-                                    "per_replica": dict(r.per_replica), "errors": r.errors}
+                                    "per_replica": dict(r.per_replica), "errors": r.errors,
+                                    "reasons": dict(r.reasons)}
                                 for p, r in results.items()}
     finally:
-        replicas.stop()
+        await asyncio.to_thread(replicas.stop)
     for name, ok in all_checks.items():
         print(f"  [{'PASS' if ok else 'FAIL'}] cache_aware {name}")
     figures.update(results=out, checks=all_checks)
@@ -354,15 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", default=None, help="also write the figures to this file")
-    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--ports", default="", help=argparse.SUPPRESS)
-    p.add_argument("--kv", default="", help=argparse.SUPPRESS)
-    p.add_argument("--seqs", default="", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.serve:
-        serve([int(x) for x in args.ports.split(",")], [int(x) for x in args.kv.split(",")],
-              [int(x) for x in args.seqs.split(",")], args.latency)
-        return 0
     figures: dict[str, Any] = {}
     code = asyncio.run(bench(args, figures))
     if args.json:

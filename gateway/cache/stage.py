@@ -13,6 +13,7 @@ failures are logged, counted and otherwise ignored (fail-open).
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import logging
 import time
@@ -72,6 +73,7 @@ class ResponseCacheStage(Stage):
         self.idle_timeout = idle_timeout
         self.follower_retries = follower_retries
         self._last_warning = 0.0
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # ---- before -------------------------------------------------------------------------------
     async def before(self, ctx: RequestContext) -> Hit | None:
@@ -109,7 +111,13 @@ class ResponseCacheStage(Stage):
         for _ in range(self.follower_retries + 1):
             flight, leader = self.flights.join(state.entry_key)
             if leader:
-                return await self._lead(ctx, state, flight)
+                try:
+                    return await self._lead(ctx, state, flight)
+                except BaseException:
+                    # Cancelled while waiting on another replica (the client left), or a bug: the
+                    # followers must not wait for an answer this request will never fetch.
+                    self._abandon(state)
+                    raise
             state.may_store = False
             if ctx.stream:
                 outcome = await flight.first(self.idle_timeout)
@@ -166,6 +174,19 @@ class ResponseCacheStage(Stage):
         if state.lock is not None:
             lock, state.lock = state.lock, None
             await lock.release()
+
+    def _abandon(self, state: _State) -> None:
+        """Release without awaiting (usable while being cancelled)."""
+        if state.flight is not None:
+            self.flights.finish(state.flight, None)
+            if state.finalizer is not None:
+                state.finalizer.detach()
+            state.flight = state.finalizer = None
+        if state.lock is not None:
+            lock, state.lock = state.lock, None
+            task = asyncio.get_running_loop().create_task(lock.release())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _follow(self, ctx: RequestContext, flight: Flight) -> AsyncIterator[Event]:
         saved: dict[str, Any] = {"layer": LAYER, "coalesced": True, "usage_raw": {},

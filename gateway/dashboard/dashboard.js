@@ -77,7 +77,7 @@
   }
 
   function lineChart(container, labels, series, max, fmt) {
-    const W = 1100, H = 300, left = 56, top = 28, plotW = W - left - 20, plotH = H - top - 40;
+    const W = 1100, H = 300, left = 56, top = 28, plotW = W - left - 50, plotH = H - top - 40;
     const svg = frame(container, W, H);
     legend(svg, series.map((s) => s.name), left, 14);
     yAxis(svg, left, top, plotH, plotW, max, fmt);
@@ -98,7 +98,7 @@
   }
 
   function stackedBars(container, labels, series, fmt) {
-    const W = 1100, H = 300, left = 64, top = 28, plotW = W - left - 20, plotH = H - top - 40;
+    const W = 1100, H = 300, left = 64, top = 28, plotW = W - left - 30, plotH = H - top - 40;
     const totals = labels.map((_, i) => series.reduce((a, s) => a + s.values[i], 0));
     const max = Math.max(1, ...totals);
     const svg = frame(container, W, H);

@@ -5,7 +5,8 @@ from gateway.emulators.clock import Clock
 from gateway.emulators.faults import FAULT_HEADER, Fault, FaultController, Faults
 from gateway.emulators.harness import EmulatorSet
 from gateway.emulators.latency import LatencyModel, parse_latency
+from gateway.emulators.process import EmulatorProcess
 from gateway.emulators.vllm_app import VLLMConfig
 
-__all__ = ["FAULT_HEADER", "Clock", "EmulatorSet", "Fault", "FaultController", "Faults", "LatencyModel",
-           "VLLMConfig", "parse_latency"]
+__all__ = ["FAULT_HEADER", "Clock", "EmulatorProcess", "EmulatorSet", "Fault", "FaultController", "Faults",
+           "LatencyModel", "VLLMConfig", "parse_latency"]

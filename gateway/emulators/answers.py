@@ -16,6 +16,7 @@ Arguments are generated from the tool's JSON schema. After a tool result the mod
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -125,6 +126,11 @@ def seed_of(*parts: str) -> bytes:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).digest()
 
 
+@functools.cache
+def _coprime_steps(n: int) -> tuple[int, ...]:
+    return tuple(s for s in range(1, n) if math.gcd(s, n) == 1) or (1,)
+
+
 class _Picker:
     """Deterministic choices from a digest: cheaper than seeding `random.Random` on every request."""
 
@@ -147,7 +153,7 @@ class _Picker:
 
     def order(self, n: int) -> list[int]:
         """A permutation of range(n): start + k*step with a step coprime to n."""
-        steps = [s for s in range(1, n) if math.gcd(s, n) == 1] or [1]
+        steps = _coprime_steps(n)
         start, step = self.randrange(n), steps[self.randrange(len(steps))]
         return [(start + k * step) % n for k in range(n)]
 
@@ -161,6 +167,12 @@ def topic_of(question: str) -> str:
 
 
 def _prose(rng: _Picker, topic: str, target_tokens: int, cjk: bool) -> str:
+    return _prose_ids(rng, topic, target_tokens, cjk)[0]
+
+
+def _prose_ids(rng: _Picker, topic: str, target_tokens: int, cjk: bool) -> tuple[str, Tokens | None]:
+    """The prose and, for space-joined (English) prose, its token ids: o200k splits words at the joining
+    space, so the ids of the text are the ids of its sentences put together (the tokenizer caches those)."""
     tok = get_tokenizer()
     if cjk:
         out = [_CJK_SENTENCES[0].format(topic=topic)]
@@ -171,12 +183,13 @@ def _prose(rng: _Picker, topic: str, target_tokens: int, cjk: bool) -> str:
                 break
             out.append(s)
             n += tok.count(s)
-        return "".join(out)
+        return "".join(out), None
     first = rng.choice(_OPENINGS).format(topic=topic, Topic=topic[:1].upper() + topic[1:])
     sentences = [first]
     # Sentences joined by spaces tokenize as the sum of " " + sentence: count per piece (cached), not the
     # growing text.
-    n = tok.count(first)
+    ids = list(tok.encode(first))
+    n = len(ids)
     body = [_BODY[k] for k in rng.order(len(_BODY))]
     closing = rng.choice(_CLOSINGS)
     i = 0
@@ -185,9 +198,11 @@ def _prose(rng: _Picker, topic: str, target_tokens: int, cjk: bool) -> str:
         if i == len(body) // 2:
             s = closing
         sentences.append(s)
-        n += tok.count(" " + s)
+        piece = tok.encode(" " + s)
+        ids.extend(piece)
+        n += len(piece)
         i += 1
-    return " ".join(sentences)
+    return " ".join(sentences), tuple(ids)
 
 
 def _value_for(schema: dict[str, Any], name: str, rng: _Picker, topic: str, question: str) -> Any:
@@ -271,15 +286,17 @@ def generate(
         return Generated("", (), "tool_calls", tool_calls=[ToolCallOut(conversation_key, tool.name, args)],
                          reasoning_text=r_text, reasoning_tokens=reasoning)
 
+    prose_ids: Tokens | None = None
     if tool_result is not None:
         snippet = " ".join(tool_result.split())[:80]
         text = f"Based on the tool result ({snippet}), here is what I found. " + _prose(rng, topic, target_tokens, cjk)
     elif json_schema is not None:
         text = json.dumps(arguments_for(json_schema, rng, topic, question), ensure_ascii=False)
     else:
-        text = _prose(rng, topic, target_tokens, cjk)
+        text, prose_ids = _prose_ids(rng, topic, target_tokens, cjk)
         if json_object:
             text = json.dumps({"answer": text}, ensure_ascii=False)
+            prose_ids = None
 
     finish, matched = "stop", None
     for s in stop or []:
@@ -288,7 +305,8 @@ def generate(
             matched = s
     if matched is not None:
         text = text[: text.find(matched)]
-    ids = tok.encode(text)
+        prose_ids = None
+    ids = prose_ids if prose_ids is not None else tok.encode_uncached(text)
     if len(ids) > budget:
         ids = ids[: max(budget, 0)]
         text = tok.decode(ids)

@@ -19,7 +19,7 @@ from gateway.emulators.answers import Generated, ToolSpec, generate
 from gateway.emulators.anthropic_cache import ABlock, AnthropicPlan, AnthropicPromptCache, apply_breakpoints, block_ttl
 from gateway.emulators.faults import FaultController
 from gateway.emulators.latency import pause
-from gateway.emulators.models import anthropic_min_cacheable
+from gateway.emulators.models import ANTHROPIC_MODELS, anthropic_min_cacheable
 from gateway.emulators.openai_render import canon
 from gateway.emulators.tokens import encode, get_tokenizer, synthetic_tokens
 from gateway.emulators.web import (
@@ -181,6 +181,14 @@ class AnthropicEmulator:
         if f.errors:
             raise _bad(f.errors[0])
         return f
+
+    async def models(self, request: Request) -> EmulatorResponse:
+        call = await begin(request, self.state, self.faults, emulator="anthropic", endpoint="anthropic.models",
+                           vendor="anthropic", key_of=self.key_of, json_body=False)
+        data = [{"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+                for m in ANTHROPIC_MODELS]
+        return json_response({"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]},
+                             fault=call.fault)
 
     async def count_tokens(self, request: Request) -> EmulatorResponse:
         call, _ = await self._begin(request, "count_tokens")

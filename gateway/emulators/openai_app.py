@@ -15,6 +15,7 @@ from gateway.emulators.chat_wire import ChatOutcome, completion_body, completion
 from gateway.emulators.faults import FaultController
 from gateway.emulators.latency import pause
 from gateway.emulators.models import (
+    DEEPSEEK_MODELS,
     EMBEDDING_DIMS,
     OPENAI_MODELS,
     base_name,
@@ -231,8 +232,6 @@ class OpenAIEmulator:
 
     async def models(self, request: Request) -> EmulatorResponse:
         call = await self.begin(request, "models", json_body=False)
-        from gateway.emulators.models import DEEPSEEK_MODELS
-
         data = [{"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "openai"} for m in OPENAI_MODELS]
         data += [{"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "deepseek"}
                  for m in DEEPSEEK_MODELS]

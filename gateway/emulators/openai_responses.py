@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from gateway.emulators.answers import Generated
+from gateway.emulators.answers import Generated, generate
 from gateway.emulators.chat_wire import tool_call_id
 from gateway.emulators.latency import pause
 from gateway.emulators.models import openai_reasoning_tokens
@@ -60,8 +60,6 @@ class ResponsesEndpoint:
         choice = body.get("tool_choice")
         if isinstance(choice, dict):
             choice = choice.get("name")
-        from gateway.emulators.answers import generate
-
         g = generate(model=model, conversation_key=prompt.key, question=prompt.question,
                      target_tokens=0 if prewarm else call.target_tokens,
                      max_tokens=0 if prewarm else body.get("max_output_tokens"), tools=prompt.tools,
@@ -161,7 +159,7 @@ class ResponsesEndpoint:
                             {"item_id": item["id"], "output_index": idx, "delta": args[k:k + step]})
                            for k in range(0, len(args), step)]
                 events.append((False, "response.function_call_arguments.done",
-                               {"item_id": item["id"], "output_index": idx, "arguments": args, "name": item["name"]}))
+                               {"item_id": item["id"], "output_index": idx, "arguments": args}))
             else:
                 events.append((False, "response.output_item.added", {"output_index": idx, "item": item}))
             events.append((False, "response.output_item.done", {"output_index": idx, "item": item}))

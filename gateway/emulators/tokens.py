@@ -62,6 +62,10 @@ class Tokenizer:
             self._cache[text] = ids
         return ids
 
+    def encode_uncached(self, text: str) -> Tokens:
+        """For one-off texts (generated answers) that would only churn the segment cache."""
+        return tuple(self._enc.encode_ordinary(text))
+
     def count(self, text: str) -> int:
         return len(self.encode(text))
 

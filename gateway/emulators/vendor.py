@@ -59,6 +59,8 @@ class VendorEmulators:
 
     async def models(self, request: Request) -> Response:
         version = request.path_params.get("version", "v1")
+        if "anthropic-version" in request.headers:
+            return await self.anthropic.models(request)  # type: ignore[return-value]
         if _gemini_key(request) or version == "v1beta":
             return await self.gemini.list_models(request)  # type: ignore[return-value]
         return await self.openai.models(request)  # type: ignore[return-value]

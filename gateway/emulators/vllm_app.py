@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.emulators.admin import admin_routes
 from gateway.emulators.answers import generate
 from gateway.emulators.chat_wire import ChatOutcome, completion_body, completion_chunks
 from gateway.emulators.faults import FaultController
@@ -29,11 +30,14 @@ from gateway.emulators.web import (
     EmulatorError,
     EmulatorResponse,
     EmulatorState,
+    FastApp,
     bearer,
     begin,
     error_body,
+    error_response,
     json_response,
     new_id,
+    sse_data,
 )
 
 
@@ -192,10 +196,11 @@ class VLLMReplica:
             await pause(latency.ttft(n_in - seq.hit_tokens, seq.hit_tokens))
             self.metrics.first_token(time.monotonic() - arrival)
 
-        def finish() -> None:
-            if admitted:
-                self.release(seq, list(g.tokens))
-                self.metrics.finished(time.monotonic() - arrival, n_in, n_out, g.finish)
+        def finish(completed: bool = True) -> None:
+            if admitted:  # an aborted request (client gone) caches no output and counts as "abort"
+                self.release(seq, list(g.tokens) if completed else [])
+                self.metrics.finished(time.monotonic() - arrival, n_in, n_out if completed else 0,
+                                      g.finish if completed else "abort")
 
         if body.get("stream"):
             opts = body.get("stream_options") or {}
@@ -208,11 +213,13 @@ class VLLMReplica:
                                                     bool(opts.get("include_usage"))))
 
             async def chunks() -> AsyncIterator[bytes]:
+                completed = False
                 try:
                     async for c in inner:
                         yield c
+                    completed = True
                 finally:
-                    finish()
+                    finish(completed)
 
             return EmulatorResponse(chunks=chunks(), fault=call.fault)
         try:
@@ -225,8 +232,6 @@ class VLLMReplica:
         return json_response(_text_body(outcome), fault=call.fault)
 
     async def _text_chunks(self, o: ChatOutcome, prefill: Any, itl: float, include_usage: bool) -> AsyncIterator[bytes]:
-        from gateway.emulators.web import sse_data
-
         await prefill()
         g = o.choices[0]
         for n, piece in enumerate(get_tokenizer().pieces(g.tokens)):
@@ -263,30 +268,30 @@ class VLLMReplica:
         body, ctype = self.metrics.render()
         return Response(body, media_type=ctype)
 
-    def _build_app(self) -> Starlette:
-        from gateway.emulators.admin import admin_routes
+    def _build_app(self) -> FastApp:
+        def unauthorized(exc: Exception) -> EmulatorResponse:
+            return json_response({"error": "Unauthorized"}, status=401)
 
-        async def unauthorized(request: Request, exc: Exception) -> Response:
-            return json_response({"error": "Unauthorized"}, status=401)  # type: ignore[return-value]
-
-        async def emulator_error(request: Request, exc: Exception) -> Response:
-            from gateway.emulators.web import error_response
-
+        def emulator_error(exc: Exception) -> EmulatorResponse:
             assert isinstance(exc, EmulatorError)
-            return error_response(exc)  # type: ignore[return-value]
+            return error_response(exc)
 
+        async def on_error(request: Request, exc: Exception) -> Response:
+            return (unauthorized(exc) if isinstance(exc, _Unauthorized) else emulator_error(exc))  # type: ignore
+
+        hot = {("POST", "/v1/chat/completions"): self.chat, ("POST", "/v1/completions"): self.completions,
+               ("GET", "/health"): self.health}
         routes = [
-            Route("/v1/chat/completions", self.chat, methods=["POST"]),
-            Route("/v1/completions", self.completions, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/tokenize", self.tokenize, methods=["POST"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/metrics", self.metrics_endpoint, methods=["GET"]),
             Route("/version", self.version, methods=["GET"]),
+            *[Route(path, handler, methods=[method]) for (method, path), handler in hot.items()],
             *admin_routes(self.state, lambda: {self.name: self.faults}, replica=self),
         ]
-        return Starlette(routes=routes, exception_handlers={EmulatorError: emulator_error,
-                                                            _Unauthorized: unauthorized})
+        fallback = Starlette(routes=routes, exception_handlers={EmulatorError: on_error, _Unauthorized: on_error})
+        return FastApp(hot, fallback, {EmulatorError: emulator_error, _Unauthorized: unauthorized})
 
 
 class _Unauthorized(Exception):

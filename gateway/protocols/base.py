@@ -98,6 +98,11 @@ class ProtocolAdapter(Protocol):
 
     def error_body(self, status: int, message: str, code: str | None = None) -> dict[str, Any]: ...
 
+    def stream_error(self, message: str, status: int = 502, code: str | None = None) -> bytes:
+        """A mid-stream error event in this protocol when no renderer is at hand (a renderer's own
+        `error()` is preferred: it continues the Responses sequence numbers)."""
+        ...
+
     def parse_error(self, status: int, body: bytes) -> tuple[str, str | None]:
         """An upstream error body in this protocol → (message, code), to re-render it in the
         client's dialect with the client adapter's `error_body` when the two differ."""

@@ -115,6 +115,8 @@ class OpenAIChatAdapter(AdapterBase):
             if msg.get(key):
                 extra[key] = msg[key]
         content = msg.get("content")
+        if isinstance(content, list):  # some OpenAI-compatible servers answer with a list of parts
+            content = "".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
         return Answer(
             text=content if isinstance(content, str) else "",
             model=body.get("model") or "",

@@ -119,10 +119,7 @@ class ChatStreamParser:
         if not self._started:
             self._started = True
             out.append(Start(model=obj.get("model") or ""))
-        for key in ("system_fingerprint", "service_tier"):
-            value = obj.get(key)
-            if value:
-                self._extra[key] = value
+            self._meta(obj)  # the same on every chunk: read on the first and the last only
         choices = obj.get("choices")
         if choices:
             for ch in choices:
@@ -131,8 +128,15 @@ class ChatStreamParser:
         usage = obj.get("usage")
         if usage:
             self._usage = usage
+            self._meta(obj)
             if not choices and self._finish is not None:
                 self._emit(out)
+
+    def _meta(self, obj: dict[str, Any]) -> None:
+        for key in ("system_fingerprint", "service_tier"):
+            value = obj.get(key)
+            if value:
+                self._extra[key] = value
 
     def _choice(self, ch: dict[str, Any], out: list[Event]) -> None:
         delta = ch.get("delta")

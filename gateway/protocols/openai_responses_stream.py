@@ -224,8 +224,7 @@ class ResponsesStreamRenderer:
         item = call_item(call["id"], call["call_id"], call["name"], args)
         self._output.append(item)
         return (self._ev("response.function_call_arguments.done",
-                         {"item_id": call["id"], "output_index": call["index"], "arguments": args,
-                          "name": call["name"]})
+                         {"item_id": call["id"], "output_index": call["index"], "arguments": args})
                 + self._ev("response.output_item.done", {"output_index": call["index"], "item": item}))
 
     def render(self, event: Event) -> bytes:

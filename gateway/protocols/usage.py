@@ -1,4 +1,4 @@
-"""Usage objects across vendor dialects.
+"""Usage objects across vendor dialects, for rendering.
 
 An `Answer` keeps its vendor's usage object untouched (`usage_raw`). When that answer is rendered
 in the same dialect, the object goes out as it came in. When it is rendered in another dialect
@@ -7,101 +7,43 @@ client's own fields from neutral counts, so that the client's arithmetic stays r
 `prompt_tokens` and Gemini's `promptTokenCount` include cached tokens, Anthropic's `input_tokens`
 does not (the double-billing bug class listed in the gateway pitfalls).
 
-`normalize_usage` gives the counts the usage record uses (CONTRACT: `input_tokens` counts every
-prompt token, cached ones included).
+The neutral counts come from `gateway.usage.normalize`, the one place that reads vendor usage
+(the usage records use it too), so a rendered usage and the usage record never disagree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from gateway.usage import normalize as nu
 
 OPENAI_CHAT = "openai_chat"
 OPENAI_RESPONSES = "openai_responses"
 ANTHROPIC = "anthropic_messages"
 GEMINI = "gemini"
 
-
-@dataclass(slots=True, frozen=True)
-class UsageCounts:
-    input_tokens: int = 0  # every prompt token, including those read from / written to a provider cache
-    cached_input_tokens: int = 0  # read from the provider cache (= cache_read_input_tokens)
-    cache_creation_input_tokens: int = 0  # written to the provider cache
-    output_tokens: int = 0  # every generated token, reasoning included
-    reasoning_tokens: int = 0  # the reasoning part of output_tokens
-
-    @property
-    def cache_read_input_tokens(self) -> int:
-        return self.cached_input_tokens
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def as_record(self) -> dict[str, int]:
-        """The usage-record token fields of the contract."""
-        return {
-            "input_tokens": self.input_tokens,
-            "cached_input_tokens": self.cached_input_tokens,
-            "cache_creation_input_tokens": self.cache_creation_input_tokens,
-            "cache_read_input_tokens": self.cached_input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.total_tokens,
-        }
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+UsageCounts = nu.NormalizedUsage
+# usage dialect (gateway.usage.normalize) → the adapter whose wire format carries it
+_ADAPTER_OF = {nu.OPENAI_CHAT: OPENAI_CHAT, nu.DEEPSEEK: OPENAI_CHAT, nu.OPENAI_RESPONSES: OPENAI_RESPONSES,
+               nu.ANTHROPIC: ANTHROPIC, nu.GEMINI: GEMINI}
 
 
 def dialect_of(usage: dict[str, Any] | None) -> str | None:
-    """Which adapter dialect a usage object is written in (None for an empty or unknown object)."""
-    if not usage:
-        return None
-    if "promptTokenCount" in usage or "candidatesTokenCount" in usage or "totalTokenCount" in usage:
-        return GEMINI
-    if "prompt_tokens" in usage or "completion_tokens" in usage:
-        return OPENAI_CHAT  # also DeepSeek and vLLM
-    if "input_tokens" in usage or "output_tokens" in usage:
-        # Responses always has total_tokens and input_tokens_details; Anthropic has neither.
-        if "total_tokens" in usage or "input_tokens_details" in usage:
-            return OPENAI_RESPONSES
-        return ANTHROPIC
-    return None
+    """The adapter whose dialect a usage object is written in (None for an empty or unknown one);
+    DeepSeek's and vLLM's usage are OpenAI Chat's."""
+    sniffed = nu.sniff_dialect(usage)
+    return _ADAPTER_OF.get(sniffed) if sniffed else None
 
 
-def normalize_usage(usage: dict[str, Any] | None) -> UsageCounts:
-    """Neutral counts from a usage object in any dialect."""
-    dialect = dialect_of(usage)
-    if dialect is None or usage is None:
-        return UsageCounts()
-    if dialect == OPENAI_CHAT:
-        pd = usage.get("prompt_tokens_details") or {}
-        cd = usage.get("completion_tokens_details") or {}
-        cached = _int(pd.get("cached_tokens")) or _int(usage.get("prompt_cache_hit_tokens"))  # DeepSeek
-        return UsageCounts(_int(usage.get("prompt_tokens")), cached, _int(pd.get("cache_write_tokens")),
-                           _int(usage.get("completion_tokens")), _int(cd.get("reasoning_tokens")))
-    if dialect == OPENAI_RESPONSES:
-        idt = usage.get("input_tokens_details") or {}
-        odt = usage.get("output_tokens_details") or {}
-        return UsageCounts(_int(usage.get("input_tokens")), _int(idt.get("cached_tokens")),
-                           _int(idt.get("cache_write_tokens")), _int(usage.get("output_tokens")),
-                           _int(odt.get("reasoning_tokens")))
-    if dialect == ANTHROPIC:
-        read = _int(usage.get("cache_read_input_tokens"))
-        write = _int(usage.get("cache_creation_input_tokens"))
-        odt = usage.get("output_tokens_details") or {}
-        return UsageCounts(_int(usage.get("input_tokens")) + read + write, read, write,
-                           _int(usage.get("output_tokens")), _int(odt.get("thinking_tokens")))
-    # Gemini: promptTokenCount includes cachedContentTokenCount; thoughts are billed as output.
-    thoughts = _int(usage.get("thoughtsTokenCount"))
-    return UsageCounts(_int(usage.get("promptTokenCount")) + _int(usage.get("toolUsePromptTokenCount")),
-                       _int(usage.get("cachedContentTokenCount")), 0,
-                       _int(usage.get("candidatesTokenCount")) + thoughts, thoughts)
+def normalize_usage(usage: dict[str, Any] | None) -> nu.NormalizedUsage:
+    """Neutral counts of a usage object in any dialect (zeros for an empty or unknown one)."""
+    sniffed = nu.sniff_dialect(usage)
+    return nu.normalize(sniffed, usage) if sniffed else nu.ZERO
 
 
-def render_usage(dialect: str, c: UsageCounts) -> dict[str, Any]:
-    """`c` written in `dialect`'s own usage fields."""
+def render_usage(dialect: str, c: nu.NormalizedUsage) -> dict[str, Any]:
+    """`c` written in the `dialect` adapter's own usage fields."""
+    total = c.input_tokens + c.output_tokens
     if dialect == OPENAI_CHAT:
         details: dict[str, int] = {"cached_tokens": c.cached_input_tokens, "audio_tokens": 0}
         if c.cache_creation_input_tokens:
@@ -109,7 +51,7 @@ def render_usage(dialect: str, c: UsageCounts) -> dict[str, Any]:
         return {
             "prompt_tokens": c.input_tokens,
             "completion_tokens": c.output_tokens,
-            "total_tokens": c.total_tokens,
+            "total_tokens": total,
             "prompt_tokens_details": details,
             "completion_tokens_details": {"reasoning_tokens": c.reasoning_tokens, "audio_tokens": 0,
                                           "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
@@ -121,13 +63,15 @@ def render_usage(dialect: str, c: UsageCounts) -> dict[str, Any]:
                                      "cache_write_tokens": c.cache_creation_input_tokens},
             "output_tokens": c.output_tokens,
             "output_tokens_details": {"reasoning_tokens": c.reasoning_tokens},
-            "total_tokens": c.total_tokens,
+            "total_tokens": total,
         }
     if dialect == ANTHROPIC:
         return {
-            "input_tokens": max(0, c.input_tokens - c.cached_input_tokens - c.cache_creation_input_tokens),
+            "input_tokens": c.uncached_input_tokens,
             "cache_creation_input_tokens": c.cache_creation_input_tokens,
             "cache_read_input_tokens": c.cached_input_tokens,
+            "cache_creation": {"ephemeral_5m_input_tokens": c.cache_write_short_tokens,
+                               "ephemeral_1h_input_tokens": c.cache_write_long_tokens},
             "output_tokens": c.output_tokens,
         }
     if dialect == GEMINI:
@@ -137,7 +81,7 @@ def render_usage(dialect: str, c: UsageCounts) -> dict[str, Any]:
             out["cachedContentTokenCount"] = c.cached_input_tokens
         if c.reasoning_tokens:
             out["thoughtsTokenCount"] = c.reasoning_tokens
-        out["totalTokenCount"] = c.total_tokens
+        out["totalTokenCount"] = total
         return out
     raise ValueError(f"unknown usage dialect {dialect!r}")
 

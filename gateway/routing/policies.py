@@ -108,21 +108,23 @@ class ConsistentHash(Policy):
 
 
 class CacheAware(Policy):
-    """Session affinity, then the longest cached prefix, then the least load, under a per-replica load guard.
+    """Session affinity, then the cheapest replica by (uncached prompt share + load), under a load guard.
 
     1. Load guard: a replica is overloaded when load − min load ≥ `balance_abs` AND
        load ≥ `balance_rel` × mean load (load = this gateway's in-flight requests + the running/waiting
        requests of other gateways seen in the last scrape). Overloaded replicas take nothing new.
     2. A session bound to a replica that is not overloaded goes there (reason `session`).
-    3. Otherwise, among the replicas that are not overloaded, the one whose index holds the longest
-       prefix of the request wins when it covers ≥ `cache_threshold` of the prompt (`prefix`); replicas
-       within `match_slack` of that match count as equal and the least loaded of them wins, so a prefix
-       cached everywhere (a common system prompt) does not pin traffic to one replica.
-    4. A cold request goes to the least-loaded replica (`least_loaded`).
-    Ties: lower load, then lower KV usage, then a less filled index (spreads new prefixes over the
-    emptier caches), then rendezvous hash of the session key. `load_guard` is the reason whenever the
-    guard overruled the session's replica or the best prefix. The chosen replica's index then gets the
-    request's chunk keys (speculatively, as llm-d does).
+    3. Otherwise each replica that is not overloaded costs
+           (1 − matched share of the prompt) + w_load × (load − min load) / (mean load + 1)
+                                             + w_kv × (KV usage − min KV usage)
+       — the prefill it would have to do, as a share of the prompt, plus how much busier it is than the
+       idlest replica — and the cheapest wins: `prefix` when its match covers ≥ `cache_threshold` of the
+       prompt, else `least_loaded`. A prefix cached on only some replicas (a system prompt every request
+       shares) stops attracting new sessions once those replicas are busier than the others, so the
+       common prefix spreads instead of piling sessions onto its first replica.
+    Ties: lower load, lower KV usage, a less filled index, then rendezvous hash of the session key.
+    `load_guard` is the reason whenever the guard overruled the session's replica or the best prefix.
+    The chosen replica's index then gets the request's chunk keys (speculatively, as llm-d does).
     """
 
     name = "cache_aware"
@@ -150,22 +152,26 @@ class CacheAware(Policy):
         if bound is not None and bound.name not in over:
             return bound, "session"
         allowed = [r for r in candidates if r.name not in over]  # never empty: the least loaded is not over
-        tie = req.session or ""
-
-        def calm(r: Replica) -> tuple[float, float, float, int]:
-            return (r.load, r.kv_usage, self.index.occupancy(r.name), -rendezvous(tie, r.name))
-
         keys = req.keys(p)
         total = len(keys)
         matched = self.index.match(keys, (r.name for r in candidates)) if total else {}
-        best_anywhere = max(matched.values(), default=0)
-        warm = total > 0 and best_anywhere >= p.cache_threshold * total
-        best = max((matched.get(r.name, 0) for r in allowed), default=0)
-        if total and best >= p.cache_threshold * total:
-            slack = max(1, int(p.match_slack * total))
-            choice = min((r for r in allowed if matched[r.name] >= best - slack), key=calm)
-            return choice, ("load_guard" if bound is not None or best < best_anywhere else "prefix")
-        return min(allowed, key=calm), ("load_guard" if bound is not None or warm else "least_loaded")
+        low = min(r.load for r in allowed)
+        mean = sum(r.load for r in allowed) / len(allowed)
+        kv_low = min(r.kv_usage for r in allowed)
+        tie = req.session or ""
+
+        def cost(r: Replica) -> tuple[float, float, float, float, int]:
+            uncached = 1.0 - matched.get(r.name, 0) / total if total else 0.0
+            busier = p.w_load * (r.load - low) / (mean + 1.0) + p.w_kv * (r.kv_usage - kv_low)
+            return (round(uncached + busier, 9), r.load, r.kv_usage, self.index.occupancy(r.name),
+                    -rendezvous(tie, r.name))
+
+        choice = min(allowed, key=cost)
+        share = matched.get(choice.name, 0) / total if total else 0.0
+        best = max(candidates, key=lambda r: matched.get(r.name, 0)) if total else None
+        if bound is not None or (best is not None and best.name in over and matched[best.name] > matched[choice.name]):
+            return choice, "load_guard"
+        return choice, ("prefix" if total and share >= p.cache_threshold else "least_loaded")
 
     def placed(self, req: RouteRequest, replica: Replica) -> None:
         keys = req.keys(self.params)

@@ -116,6 +116,7 @@ class ReplicaPool:
                     raise ValueError(f"vLLM endpoint {entry!r} is not a URL (http://host:port)")
                 self.replicas[replica.name] = replica
         self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
         self._reset_hooks: list[Callable[[Replica], None]] = []
         self._stats_hooks: list[Callable[[Replica, ReplicaStats | None, ReplicaStats], None]] = []
         self._window: deque[tuple[float, float, float]] = deque()  # (time, Δhits, Δqueries)
@@ -190,6 +191,9 @@ class ReplicaPool:
 
     # ---- lifecycle ----
     async def start(self) -> None:
+        if self._started:  # already running (started by the route stage and by the app, say)
+            return
+        self._started = True
         await self.refresh()
         self._tasks = [
             asyncio.create_task(self._loop(self._check_all, self.routing.health_interval), name="vllm-health"),
@@ -206,6 +210,7 @@ class ReplicaPool:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        self._started = False
         if self._own_session and self._session is not None:
             await self._session.close()
             self._session = None

@@ -26,7 +26,7 @@ When no content word changed at all (reordered, misspelt, abbreviated, politer),
 
 from __future__ import annotations
 
-import re
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -138,7 +138,7 @@ def _opposites(a: Analysis, b: Analysis) -> bool:
 
 def _word_set(a: Analysis) -> set[str]:
     raws = [t.raw for t in a.tokens]
-    return set(raws) | {f"{x} {y}" for x, y in zip(raws, raws[1:], strict=False)}
+    return set(raws) | {f"{x} {y}" for x, y in itertools.pairwise(raws)}
 
 
 def _exclusive(a: Analysis, b: Analysis, groups: Sequence[Sequence[str]]) -> bool:
@@ -185,3 +185,29 @@ def _roles(a: Analysis) -> dict[str, str]:
             if at >= 0:
                 roles[word] = a.text[at + len(word) : at + len(word) + 1]
     return roles
+
+
+# ---- the similarity scale ------------------------------------------------------------------------
+# Policies speak of "similarity" (0..1, a hit needs ≥ threshold; the contract's examples use 0.90).
+# Raw cosines mean different things per embedder, so each embedder names its `anchor`: the cosine
+# it maps to 0.90. Above the anchor the scale is linear up to 1.0, below it linear down to 0, so the
+# map is monotone and a threshold raised from 0.90 to 0.95 asks for a cosine halfway from the anchor
+# to 1.
+
+ANCHOR_SIMILARITY = 0.90
+
+
+def similarity(cosine: float, anchor: float) -> float:
+    """The embedder's cosine on the policy's similarity scale."""
+    c = max(-1.0, min(1.0, float(cosine)))
+    if c >= anchor:
+        return ANCHOR_SIMILARITY + (1.0 - ANCHOR_SIMILARITY) * (c - anchor) / max(1e-9, 1.0 - anchor)
+    return max(0.0, ANCHOR_SIMILARITY * c / anchor)
+
+
+def cosine_for(sim: float, anchor: float) -> float:
+    """The cosine an embedder must reach for similarity `sim` (the inverse of `similarity`)."""
+    s = max(0.0, min(1.0, float(sim)))
+    if s >= ANCHOR_SIMILARITY:
+        return anchor + (1.0 - anchor) * (s - ANCHOR_SIMILARITY) / (1.0 - ANCHOR_SIMILARITY)
+    return anchor * s / ANCHOR_SIMILARITY

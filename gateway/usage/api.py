@@ -30,10 +30,11 @@ from urllib.parse import urlencode
 
 import orjson
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, ORJSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gateway.stores.base import KVStore, StoreUnavailable
 from gateway.usage import query
+from gateway.usage.keys import NO_TEMPLATE
 from gateway.usage.report import report_data
 from gateway.usage.stage import UsageStage
 
@@ -55,11 +56,11 @@ def _bearer(request: Request) -> str | None:
     return auth[7:].strip() if auth[:7].lower() == "bearer " else None
 
 
-def _json(data: Any, status: int = 200) -> ORJSONResponse:
-    return ORJSONResponse(data, status_code=status)
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
 
 
-def _unavailable(exc: StoreUnavailable) -> ORJSONResponse:
+def _unavailable(exc: StoreUnavailable) -> Response:
     return _json({"error": {"message": f"The usage store is unavailable: {exc}", "type": "server_error"}}, 503)
 
 
@@ -125,7 +126,8 @@ def usage_router(get_store: Callable[[], KVStore], admin_auth: Callable[..., Any
                 return response
             return HTMLResponse(_login_page("That key is not the admin key."), status_code=401)
         if not dashboard_allowed(request):
-            message = "Enter the admin key." if configured else "The dashboard is disabled: GATEWAY_ADMIN_KEY is not set."
+            message = ("Enter the admin key." if configured
+                       else "The dashboard is disabled: GATEWAY_ADMIN_KEY is not set.")
             return HTMLResponse(_login_page(message), status_code=401 if configured else 403)
         try:
             data = await dashboard_data(await fresh(), tenant or None, since)
@@ -171,7 +173,8 @@ async def dashboard_data(store: KVStore, tenant: str | None, since: str | None) 
         by_tenant[name] = {k: query.shape(await query.tenant_agg(store, name, query.parse_since(since)))[k]
                            for k in ("requests", "cost_usd", "cost_without_cache_usd", "saved_usd")}
         for template, agg in (await query.breakdown(store, name, "template", since)).items():
-            label = template if tenant else f"{name} · {template}"
+            shown = "(no template)" if template == NO_TEMPLATE else template
+            label = shown if tenant else f"{name} · {shown}"
             by_template[label] = {k: agg[k] for k in _MONEY}
     return {
         "generated_at": time.time(),

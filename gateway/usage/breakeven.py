@@ -64,7 +64,8 @@ def verdict(agg: dict[str, int | float], prices: Prices | None, provider: str = 
     upstream = int(agg.get("upstream_requests", 0))
     if prices is None or prices.input <= 0 or (reads == 0 and writes_seen == 0):
         return NOT_APPLICABLE
-    uses, writes = observed_uses(reads, writes_seen, upstream, writes_reported=provider in WRITES_REPORTED or writes_seen > 0)
+    reported = provider in WRITES_REPORTED or writes_seen > 0
+    uses, writes = observed_uses(reads, writes_seen, upstream, writes_reported=reported)
     if uses == 0:
         return NOT_APPLICABLE
     base = prices.input

@@ -3,13 +3,16 @@
 The vendors disagree on what "input" means, which is the second most common bug class among peer
 gateways (double-billed cached tokens, reference gateways-and-pitfalls.md §3):
 
-| dialect            | prompt field                  | includes cache reads? | cache read field                 | cache write field |
-|--------------------|-------------------------------|-----------------------|----------------------------------|-------------------|
-| `openai_chat`      | `prompt_tokens`               | yes                   | `prompt_tokens_details.cached_tokens` | `prompt_tokens_details.cache_write_tokens` |
-| `openai_responses` | `input_tokens`                | yes                   | `input_tokens_details.cached_tokens`  | `input_tokens_details.cache_write_tokens` (+ ttl split) |
-| `anthropic`        | `input_tokens`                | **no** (nor writes)   | `cache_read_input_tokens`        | `cache_creation_input_tokens` (+ 5m/1h split) |
-| `gemini`           | `promptTokenCount`            | yes                   | `cachedContentTokenCount`        | — (explicit caches bill storage instead) |
-| `deepseek`         | `prompt_tokens` = hit + miss  | yes                   | `prompt_cache_hit_tokens`        | — (misses build the cache at no premium) |
+- `openai_chat`: `prompt_tokens` INCLUDES cache reads (`prompt_tokens_details.cached_tokens`) and
+  writes (`prompt_tokens_details.cache_write_tokens`, GPT-5.6+);
+- `openai_responses`: `input_tokens` INCLUDES reads (`input_tokens_details.cached_tokens`) and writes
+  (`input_tokens_details.cache_write_tokens`, split by `cache_write_tokens_details.ttl_30m/12h_tokens`);
+- `anthropic`: `input_tokens` EXCLUDES both: reads are `cache_read_input_tokens`, writes
+  `cache_creation_input_tokens` (split by `cache_creation.ephemeral_5m/1h_input_tokens`);
+- `gemini`: `promptTokenCount` INCLUDES `cachedContentTokenCount`; no write count (explicit caches
+  bill storage instead);
+- `deepseek`: `prompt_tokens` = `prompt_cache_hit_tokens` + `prompt_cache_miss_tokens`; no write count
+  (misses build the cache at no premium).
 
 Neutral counts (the contract's usage record): `input_tokens` is every prompt token, read from or
 written to a provider cache or neither; `cached_input_tokens` the part read from the cache;

@@ -78,14 +78,15 @@ class UsageRecorder:
             self._stopping = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run(), name="usage-flush")
 
-    async def stop(self, timeout: float = 10.0) -> bool:
-        """Stop the background task and flush everything left; False if the store kept refusing."""
-        deadline = self._clock() + timeout
+    async def stop(self, grace: float = 10.0) -> bool:
+        """Stop the background task and flush everything left (retrying for `grace` seconds);
+        False if the store kept refusing."""
+        deadline = self._clock() + grace
         if self._task is not None:
             # Ask, never cancel: a task cancelled inside a redis-py call may swallow the
             # cancellation (redis/redis-py#2028, #2551; reproduced with 8.1.0) and never end.
             self._stopping.set()
-            done, _ = await asyncio.wait([self._task], timeout=timeout)
+            done, _ = await asyncio.wait([self._task], timeout=grace)
             if not done:
                 self._task.cancel()
             self._task = None
@@ -114,38 +115,43 @@ class UsageRecorder:
         """Write everything buffered; True when nothing is left pending."""
         async with self._lock:
             batch, self._buffer = self._buffer, []
-            for rec in batch:
-                self._fold(rec)
+            self._fold(batch)
             self._cap()
             ok = await self._write()
             metrics.USAGE_PENDING.set(self.pending)
             return ok
 
-    def _fold(self, rec: UsageRecord) -> None:
-        data = serialize(rec)
-        tenant = rec.tenant or "-"
-        self._logs.setdefault(keys.records_key(tenant), deque()).append(data)
-        self._logs.setdefault(keys.ALL_RECORDS, deque()).append(data)
-        inc = keys.increments(rec)
-        day, hour = keys.day_of(rec.ts), keys.hour_of(rec.ts)
-        model = f"{rec.provider}/{rec.model}"
-        template = keys.template_name(rec)
-        for key, ttl in (
-            (keys.agg_key(tenant), None),
-            (keys.agg_key(tenant, day=day), keys.DAY_TTL),
-            (keys.agg_key(tenant, hour=hour), keys.HOUR_TTL),
-            (keys.model_key(tenant, model), None),
-            (keys.model_key(tenant, model, day), keys.DAY_TTL),
-            (keys.template_key(tenant, template), None),
-            (keys.template_key(tenant, template, day), keys.DAY_TTL),
-        ):
-            keys.add_into(self._incr.setdefault(key, {}), inc)
-            self._ttl[key] = ttl
-        self._sets.setdefault(keys.TENANTS, set()).add(tenant)
-        self._sets.setdefault(keys.models_key(tenant), set()).add(model)
-        self._sets.setdefault(keys.templates_key(tenant), set()).add(template)
-        if rec.kind == "request" and rec.status < 400 and rec.model:
-            self._meta[keys.template_meta_key(tenant, template)] = {"provider": rec.provider, "model": rec.model}
+    def _fold(self, batch: list[UsageRecord]) -> None:
+        # Records of one tenant, hour, model and template add into the same seven aggregate keys:
+        # sum them per group first, so the per-key work is per group, not per record.
+        groups: dict[tuple[str, int, str, str], dict[str, int | float]] = {}
+        all_log = self._logs.setdefault(keys.ALL_RECORDS, deque())
+        for rec in batch:
+            data = serialize(rec)
+            tenant = rec.tenant or "-"
+            self._logs.setdefault(keys.records_key(tenant), deque()).append(data)
+            all_log.append(data)
+            template = keys.template_name(rec)
+            group = (tenant, int(rec.ts // 3600), f"{rec.provider}/{rec.model}", template)
+            keys.add_into(groups.setdefault(group, {}), keys.increments(rec))
+            if rec.kind == "request" and rec.status < 400 and rec.model:
+                self._meta[keys.template_meta_key(tenant, template)] = {"provider": rec.provider, "model": rec.model}
+        for (tenant, slot, model, template), inc in groups.items():
+            day, hour = keys.day_of(slot * 3600), keys.hour_of(slot * 3600)
+            for key, ttl in (
+                (keys.agg_key(tenant), None),
+                (keys.agg_key(tenant, day=day), keys.DAY_TTL),
+                (keys.agg_key(tenant, hour=hour), keys.HOUR_TTL),
+                (keys.model_key(tenant, model), None),
+                (keys.model_key(tenant, model, day), keys.DAY_TTL),
+                (keys.template_key(tenant, template), None),
+                (keys.template_key(tenant, template, day), keys.DAY_TTL),
+            ):
+                keys.add_into(self._incr.setdefault(key, {}), inc)
+                self._ttl[key] = ttl
+            self._sets.setdefault(keys.TENANTS, set()).add(tenant)
+            self._sets.setdefault(keys.models_key(tenant), set()).add(model)
+            self._sets.setdefault(keys.templates_key(tenant), set()).add(template)
 
     def _cap(self) -> None:
         # Only log entries grow with traffic while the store is down; keep the newest.

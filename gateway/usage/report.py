@@ -23,7 +23,7 @@ import orjson
 
 from gateway.stores.base import KVStore
 from gateway.usage import query
-from gateway.usage.breakeven import verdict
+from gateway.usage.breakeven import NOT_APPLICABLE, verdict
 from gateway.usage.keys import NO_TEMPLATE
 from gateway.usage.pricing import PriceBook
 
@@ -54,16 +54,22 @@ async def report_data(store: KVStore, tenant: str | None, since: str | None = "7
     names = [tenant] if tenant else await query.tenants(store)
     out: list[dict[str, Any]] = []
     for name in names:
-        row = {"tenant": name, **_row(await query.tenant_agg(store, name, seconds)), "templates": []}
+        tenant_agg = await query.tenant_agg(store, name, seconds)
+        if not tenant_agg["requests"] and not tenant_agg["storage_events"]:
+            continue  # nothing in this window
+        row = {"tenant": name, **_row(tenant_agg), "templates": []}
         for template, agg in (await query.breakdown(store, name, "template", since)).items():
             meta = await query.template_meta(store, name, template)
             provider, model = meta.get("provider", ""), meta.get("model", "")
             model_prices = prices.lookup(provider, model) if prices is not None and model else None
+            # Requests without a template mix prefixes (and often models): no verdict for them.
+            judged = verdict(agg, model_prices, provider) if template != NO_TEMPLATE else NOT_APPLICABLE
             trow = {"template": template, "provider": provider, "model": model, **_row(agg),
-                    "breakeven": verdict(agg, model_prices, provider).as_dict()}
+                    "breakeven": judged.as_dict()}
             row["templates"].append(trow)
         out.append(row)
-    return {"since": since if seconds is not None else None, "generated_at": time.time(), "tenants": out}
+    return {"since": since if seconds is not None else None, "tenant": tenant, "generated_at": time.time(),
+            "tenants": out}
 
 
 # ---- the command ------------------------------------------------------------------------------
@@ -141,10 +147,13 @@ def render(data: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # piped or captured: wide enough for every column, no wrapping
+        console.width = max(console.width, 320)
     tenants = data.get("tenants", [])
     window = f"since {data['since']}" if data.get("since") else "all time"
     if not tenants:
-        console.print(f"No usage recorded ({window}).")
+        console.print(f"No usage recorded ({window}" + (f", tenant {data['tenant']}" if data.get("tenant") else "")
+                      + ").")
         return
     summary = Table(title=f"Usage per tenant ({window})")
     for col in ("tenant", "requests", "response hit", "semantic hit", "single-flight", "provider hit",
@@ -167,6 +176,8 @@ def render(data: dict[str, Any]) -> None:
                 math = f"{be['with_cache']:.2f} vs {be['without_cache']:.2f}"
                 word = "[green]caching pays[/green]" if be["pays"] else "[red]caching costs more[/red]"
                 n = f"{be['N']:.2f}"
+            elif row["template"] == NO_TEMPLATE:
+                math, word, n = "–", "–", "–"
             else:
                 math, word, n = "–", "no provider caching", "–"
             name = "(no template)" if row["template"] == NO_TEMPLATE else row["template"]

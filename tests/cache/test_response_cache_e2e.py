@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -107,10 +108,20 @@ class Reply:
 
 def ask(gw: Gateway, protocol: str, prompt: str, *, stream: bool = False, tenant: str = "acme",
         headers: dict[str, str] | None = None, **params: Any) -> Reply:
+    clients: list[Any] = []
+    try:
+        return _ask(gw, protocol, prompt, stream, tenant, headers or {}, clients, **params)
+    finally:
+        for client in clients:  # no idle keep-alive connections left to hold the server's shutdown
+            client.close()
+
+
+def _ask(gw: Gateway, protocol: str, prompt: str, stream: bool, tenant: str, extra: dict[str, str],
+         clients: list[Any], **params: Any) -> Reply:
     key = KEYS[tenant]
-    extra = headers or {}
     if protocol == "openai_chat":
         client = openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0)
+        clients.append(client)
         raw = client.chat.completions.with_raw_response.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}], stream=stream,
             extra_headers=extra, **params)
@@ -126,6 +137,7 @@ def ask(gw: Gateway, protocol: str, prompt: str, *, stream: bool = False, tenant
         return Reply(raw.headers.get("x-gateway-cache"), text, finish)
     if protocol == "openai_responses":
         client = openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0)
+        clients.append(client)
         raw = client.responses.with_raw_response.create(model="gpt-4o-mini", input=prompt, stream=stream,
                                                         extra_headers=extra, **params)
         if not stream:
@@ -141,6 +153,7 @@ def ask(gw: Gateway, protocol: str, prompt: str, *, stream: bool = False, tenant
         return Reply(raw.headers.get("x-gateway-cache"), text, status)
     if protocol == "anthropic_messages":
         client = anthropic.Anthropic(base_url=gw.url, api_key=key, max_retries=0)
+        clients.append(client)
         raw = client.messages.with_raw_response.create(
             model="claude-haiku-4-5", max_tokens=200, messages=[{"role": "user", "content": prompt}], stream=stream,
             extra_headers=extra, **params)
@@ -156,6 +169,7 @@ def ask(gw: Gateway, protocol: str, prompt: str, *, stream: bool = False, tenant
                 stop = event.delta.stop_reason or stop
         return Reply(raw.headers.get("x-gateway-cache"), text, stop)
     client = genai.Client(api_key=key, http_options=genai_types.HttpOptions(base_url=gw.url, headers=extra))
+    clients.append(client)
     if not stream:
         resp = client.models.generate_content(model="gemini-2.5-flash", contents=prompt)
         headers_in = resp.sdk_http_response.headers if resp.sdk_http_response else {}
@@ -337,34 +351,43 @@ def test_redis_killed_mid_run_fails_nothing_and_hits_resume(emu: EmulatorSet, ow
                                                             tmp_path: Path) -> None:
     gw = _start(_settings(emu, tmp_path, own_redis.url), emu)
     failures: list[str] = []
-    statuses: list[str | None] = []
+    seen: list[str | None] = []
+    stop = threading.Event()
+    warm = [_prompt("warm") for _ in range(6)]
 
-    def run(prompts: list[str]) -> None:
-        for p in prompts:
+    def client(n: int) -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            prompt = warm[i % len(warm)] if i % 3 else _prompt(f"fresh-{n}")  # repeats and new ones
             try:
-                statuses.append(ask(gw, "openai_chat", p).cache)
+                seen.append(ask(gw, "openai_chat", prompt).cache)
             except Exception as exc:
                 failures.append(repr(exc))
 
     try:
-        warm = [_prompt("warm") for _ in range(5)]
-        run(warm)
-        run(warm)
-        assert statuses[5:] == ["response-hit"] * 5
-        own_redis.stop()  # killed like a crash, mid-run
-        statuses.clear()
-        run(warm + [_prompt("down") for _ in range(5)])
-        assert statuses == ["miss"] * 10  # proxied as misses
-        ready = httpx2.get(gw.url + "/readyz")
-        assert ready.status_code == 200
+        for p in warm:
+            assert ask(gw, "openai_chat", p).cache == "miss"
+        workers = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+        for w in workers:
+            w.start()
+        time.sleep(1.0)
+        assert "response-hit" in seen
+        own_redis.stop()  # killed like a crash, while four clients keep sending
+        time.sleep(1.5)
+        during = len(seen)
+        assert httpx2.get(gw.url + "/readyz").status_code == 200
         own_redis.start()  # an empty Redis: what was stored before is gone
-        time.sleep(1.2)  # the breaker's cool-down
-        statuses.clear()
-        run(warm[:2])
-        run(warm[:2])
-        assert statuses == ["miss", "miss", "response-hit", "response-hit"]
+        time.sleep(2.5)  # the breaker's cool-down, then entries are stored and hit again
+        stop.set()
+        for w in workers:
+            w.join(10)
         assert failures == []
+        assert during > 0 and len(seen) > during
+        assert seen[-40:].count("response-hit") > 0  # hits resumed after Redis came back
+        assert ask(gw, "openai_chat", warm[1]).cache == "response-hit"  # one the clients repeated
     finally:
+        stop.set()
         gw.server.stop()
 
 

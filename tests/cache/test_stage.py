@@ -357,3 +357,25 @@ async def test_leader_that_never_finishes_does_not_block_others(redis_server, te
         assert await _lookup(stage, make_ctx(dict(BODY), tenant=tenant)) is not None
     finally:
         await store.close()
+
+
+async def test_cancelled_leader_releases_its_followers(tenant: str) -> None:
+    from gateway.cache.key import cache_key, lock_key
+    from gateway.cache.singleflight import ReplicaLock
+
+    store = open_store(Settings())
+    stage = ResponseCacheStage(store, max_wait=0.3)
+    probe = make_ctx(dict(BODY), tenant=tenant)
+    other_replica = ReplicaLock(store, lock_key(tenant, cache_key(probe, False)), ttl=5)
+    assert await other_replica.acquire() is True  # another replica is calling upstream
+    leader = asyncio.create_task(stage.before(make_ctx(dict(BODY), tenant=tenant)))
+    await asyncio.sleep(0.02)
+    follower_ctx = make_ctx(dict(BODY), tenant=tenant)
+    follower = asyncio.create_task(stage.before(follower_ctx))
+    await asyncio.sleep(0.02)
+    leader.cancel()  # its client went away while it waited on the other replica
+    with pytest.raises(asyncio.CancelledError):
+        await leader
+    assert await asyncio.wait_for(follower, 2) is None  # released: it went on as its own request
+    await stage.after(follower_ctx)
+    await other_replica.release()

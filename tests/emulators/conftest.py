@@ -14,7 +14,8 @@ from gateway.emulators import EmulatorSet
 
 LONG_SYSTEM = (
     "You are the support assistant of Acme Corp. Follow the handbook below exactly and cite the section. "
-    + " ".join(f"Section {i}: customers may return items within {i + 10} days if the receipt is kept." for i in range(80))
+    + " ".join(f"Section {i}: customers may return items within {i + 10} days if the receipt is kept."
+               for i in range(80))
 )
 
 

@@ -49,6 +49,8 @@ def test_messages_non_stream_parse_and_cache_write_then_read(client, long_system
     assert u.cache_creation.ephemeral_1h_input_tokens == 0
     assert u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens == total
     assert 0 < u.input_tokens < 20  # only what follows the breakpoint
+    plain = _create(client, long_system, system=_system(long_system, cc=None))  # no cache_control at all
+    assert plain.content[0].text == first.content[0].text  # cache hints never change the answer
     second = _create(client, long_system, "Can I return socks?")
     v = second.usage
     assert v.cache_read_input_tokens == u.cache_creation_input_tokens and v.cache_creation_input_tokens == 0
@@ -130,7 +132,7 @@ def test_automatic_caching_moves_forward_and_the_20_block_lookback(client, long_
     # 33 blocks, automatic breakpoint on the last one
     first = client.messages.create(model=MODEL, max_tokens=50, cache_control=EPH, messages=turns[:33])
     assert first.usage.cache_creation_input_tokens > 1024
-    grown = turns[:33] + [{"role": "assistant", "content": "More."}, {"role": "user", "content": "Next?"}]
+    grown = [*turns[:33], {"role": "assistant", "content": "More."}, {"role": "user", "content": "Next?"}]
     second = client.messages.create(model=MODEL, max_tokens=50, cache_control=EPH, messages=grown)
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens  # within 20 blocks
     far = grown + [m for k in range(12) for m in ({"role": "assistant", "content": f"A{k}."},
@@ -204,3 +206,23 @@ def test_thinking_blocks(client) -> None:
                                 messages=[{"role": "user", "content": "Think about pricing"}]) as s:
         final = s.get_final_message()
     assert final.content[0].thinking == r.content[0].thinking
+
+
+def test_prefix_order_tools_system_messages(client, long_system) -> None:
+    tools = [{"name": f"tool_{i}", "description": long_system[:1500], "input_schema": {"type": "object"}}
+             for i in range(3)]
+    tools[-1]["cache_control"] = EPH  # breakpoint after the tools
+    kw = {"model": MODEL, "max_tokens": 50, "tools": tools, "messages": [{"role": "user", "content": "hi"}]}
+    first = client.messages.create(**kw, system=_system("System prompt A. " * 80))
+    u = first.usage
+    assert u.cache_creation_input_tokens > 0 and u.cache_read_input_tokens == 0
+    # a different system prompt: the tools entry (written by the first breakpoint) still matches
+    second = client.messages.create(**kw, system=_system("System prompt B. " * 80))
+    tools_only = second.usage.cache_read_input_tokens
+    assert 0 < tools_only < u.cache_creation_input_tokens
+    # a different tool: nothing matches any more
+    changed = [dict(t) for t in tools]
+    changed[0]["description"] = "changed"
+    third = client.messages.create(**{**kw, "tools": changed}, system=_system("System prompt A. " * 80))
+    assert third.usage.cache_read_input_tokens == 0
+    assert [m.id for m in client.models.list()][:1] == ["claude-opus-4-7"]

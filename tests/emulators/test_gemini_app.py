@@ -162,3 +162,17 @@ def test_auth_and_function_calls(emu, client) -> None:
     assert cut.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
     assert cut.usage_metadata.candidates_token_count == 40
     assert client.models.count_tokens(model=MODEL, contents="hello world").total_tokens == 2
+
+
+def test_a_cached_content_does_not_change_the_answer(client, long_system) -> None:
+    doc, system = long_system * 2, "You answer from the handbook."
+    cache = client.caches.create(model=MODEL, config=types.CreateCachedContentConfig(
+        contents=[doc], system_instruction=system))
+    via_cache = client.models.generate_content(model=MODEL, contents="What is the return window?",
+                                               config=types.GenerateContentConfig(cached_content=cache.name))
+    inline = client.models.generate_content(
+        model=MODEL, contents=[types.Content(role="user", parts=[types.Part(text=doc)]),
+                               types.Content(role="user", parts=[types.Part(text="What is the return window?")])],
+        config=types.GenerateContentConfig(system_instruction=system))
+    assert via_cache.text == inline.text
+    assert via_cache.usage_metadata.prompt_token_count == inline.usage_metadata.prompt_token_count

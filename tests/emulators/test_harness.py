@@ -86,7 +86,8 @@ def test_prefill_cost_depends_on_cached_tokens(emu: EmulatorSet, long_system: st
 def test_status_faults_use_each_vendors_error_shape(emu: EmulatorSet) -> None:
     oa = openai.OpenAI(base_url=emu.openai_base_url, api_key="k", max_retries=0)
     with pytest.raises(openai.RateLimitError) as e:
-        oa.chat.completions.create(model="gpt-4o", messages=MSG, extra_headers={FAULT_HEADER: "status=429,retry_after=0"})
+        oa.chat.completions.create(model="gpt-4o", messages=MSG,
+                                   extra_headers={FAULT_HEADER: "status=429,retry_after=0"})
     assert e.value.response.headers["retry-after"] == "0" and e.value.body["type"] == "requests"
     an = anthropic.Anthropic(base_url=emu.anthropic_base_url, api_key="k", max_retries=0)
     with pytest.raises(anthropic.OverloadedError) as e2:
@@ -204,3 +205,10 @@ def test_cli_entry_point_fixed_ports_and_sigint() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_sdks_are_the_pinned_versions() -> None:
+    """The wire formats these tests check are those of these SDK versions (pyproject pins them)."""
+    from importlib.metadata import version
+
+    assert (version("openai"), version("anthropic"), version("google-genai")) == ("3.57.0", "2.14.0", "3.6.1")

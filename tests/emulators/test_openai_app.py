@@ -17,7 +17,8 @@ pytestmark = pytest.mark.timeout(60)
 
 LONG_SYSTEM = (
     "You are the support assistant of Acme Corp. Follow the handbook below exactly and cite the section. "
-    + " ".join(f"Section {i}: customers may return items within {i + 10} days if the receipt is kept." for i in range(80))
+    + " ".join(f"Section {i}: customers may return items within {i + 10} days if the receipt is kept."
+               for i in range(80))
 )
 
 
@@ -290,3 +291,28 @@ def test_embeddings_and_models(client: openai.OpenAI) -> None:
     assert len(np.frombuffer(base64.b64decode(data), dtype="<f4")) == 256
     ids = {m.id for m in client.models.list()}
     assert {"gpt-4o", "gpt-5.6", "text-embedding-3-small"} <= ids
+
+
+def test_responses_function_calls_and_incomplete(client: openai.OpenAI, sdk_check) -> None:
+    tools = [{"type": "function", "name": "lookup_order", "description": "Find an order",
+              "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}},
+                             "required": ["order_id"]}}]
+    r = client.responses.create(model="gpt-4o", input="Please call lookup_order for order 42", tools=tools)
+    sdk_check(r)
+    call = r.output[-1]
+    assert call.type == "function_call" and call.name == "lookup_order" and json.loads(call.arguments)
+    events = list(client.responses.create(model="gpt-4o", input="Please call lookup_order for order 42",
+                                          tools=tools, stream=True))
+    for ev in events:
+        sdk_check(ev)
+    args = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    assert args == call.arguments
+    follow = client.responses.create(model="gpt-4o", tools=tools, previous_response_id=r.id, input=[
+        {"type": "function_call_output", "call_id": call.call_id, "output": "shipped yesterday"}])
+    assert "shipped yesterday" in follow.output_text
+    cut = client.responses.create(model="gpt-4o", input="Write at length", max_output_tokens=16)
+    assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
+    assert cut.usage.output_tokens == 16
+    kinds = [e.type for e in client.responses.create(model="gpt-4o", input="Write at length",
+                                                     max_output_tokens=16, stream=True)]
+    assert kinds[-1] == "response.incomplete"

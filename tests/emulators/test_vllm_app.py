@@ -154,3 +154,19 @@ def test_stop_and_restart_a_replica(emu: EmulatorSet) -> None:
     again = _client(url).chat.completions.create(model=MODEL, messages=_doc("zeta", 30))
     assert again.usage.prompt_tokens_details.cached_tokens == 0  # a restarted vLLM starts cold
     assert metrics(url)["vllm:prefix_cache_queries_total"] == again.usage.prompt_tokens
+
+
+def test_a_client_leaving_a_stream_frees_its_blocks() -> None:
+    with EmulatorSet(vllm_replicas=1, latency="itl=0.05") as emu:
+        url = emu.vllm_urls[0]
+        with httpx2.stream("POST", f"{url}/v1/chat/completions", json={
+                "model": MODEL, "stream": True, "messages": [{"role": "user", "content": "A long story"}]}) as resp:
+            lines = resp.iter_lines()  # keep it: a collected line iterator closes the stream
+            next(lines)
+            assert metrics(url)["vllm:num_requests_running"] == 1
+        deadline = time.monotonic() + 3
+        while metrics(url)["vllm:num_requests_running"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        m = metrics(url)
+        assert m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == 0
+        assert m["vllm:request_success_total[abort]"] == 1

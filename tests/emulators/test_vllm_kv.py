@@ -26,7 +26,7 @@ def test_chained_hashes_only_full_blocks_and_the_n_minus_1_cap() -> None:
     assert _run(kv, b) == 32
     assert _run(kv, b) == 32
     # chaining: the same second block after a different first block is not a hit
-    c = [999] + list(range(1, 40))
+    c = [999, *list(range(1, 40))]
     assert _run(kv, c) == 0
     assert kv.queries == 40 * 2 + 48 * 2 + 40 and kv.hits == 32 * 3
 

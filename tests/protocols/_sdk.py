@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import anthropic
 import httpx2
 import openai
+import pydantic
 from google import genai
 from google.genai import types as genai_types
 
@@ -56,3 +57,26 @@ def anthropic_client(served: Served) -> anthropic.Anthropic:
 def genai_client(served: Served) -> genai.Client:
     return genai.Client(api_key="AIza-test", http_options=genai_types.HttpOptions(
         base_url="http://gateway.test", httpx_client=served.client()))
+
+
+def _walk(obj: object, path: str, found: list[str]) -> None:
+    if isinstance(obj, pydantic.BaseModel):
+        extra = getattr(obj, "model_extra", None) or {}
+        found.extend(f"{path}.{k}" for k in sorted(extra))
+        for name in type(obj).model_fields:
+            _walk(getattr(obj, name), f"{path}.{name}", found)
+    elif isinstance(obj, list | tuple):
+        for i, item in enumerate(obj):
+            _walk(item, f"{path}[{i}]", found)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _walk(v, f"{path}.{k}", found)
+
+
+def assert_declared(*objs: object) -> None:
+    """Every field of these SDK-parsed objects is declared by its SDK type (nothing we rendered is
+    unknown to the SDK), as the emulator tests require of the emulators."""
+    found: list[str] = []
+    for obj in objs:
+        _walk(obj, type(obj).__name__, found)
+    assert not found, f"fields the SDK types do not declare: {found}"

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.protocols.anthropic_messages import adapter
 
-from ._sdk import Served, anthropic_client
+from ._sdk import Served, anthropic_client, assert_declared
 from ._support import answers
 
 REQ = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [{"role": "user", "content": "hi"}]}
@@ -64,6 +64,7 @@ def test_sdk_reads_rendered_answer(name: str) -> None:
     answer = answers("anthropic_messages", "claude-sonnet-4-5-20250929")[name]
     rendered = adapter.render_answer(answer, REQ, "req3")
     message = anthropic_client(Served(orjson.dumps(rendered))).messages.create(**REQ)
+    assert_declared(message)
     assert message.id == "msg_req3" and message.type == "message" and message.role == "assistant"
     assert "".join(b.text for b in message.content if b.type == "text") == answer.text
     assert [(b.id, b.name, b.input) for b in message.content if b.type == "tool_use"] == [

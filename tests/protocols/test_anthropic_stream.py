@@ -13,7 +13,7 @@ from gateway.protocols.anthropic_messages import adapter
 from gateway.protocols.anthropic_stream import AnthropicStreamParser
 from gateway.protocols.sse import split_events
 
-from ._sdk import anthropic_client, sse
+from ._sdk import anthropic_client, assert_declared, sse
 from ._support import TEXT, answer_fields, answers, assert_split_invariant, recorded, run_parser
 
 REQ = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [{"role": "user", "content": "hi"}],
@@ -65,6 +65,7 @@ def test_sdk_final_message_reads_replay(name: str) -> None:
     answer = answers("anthropic_messages", "claude-sonnet-4-5-20250929")[name]
     body = b"".join(adapter.replay(answer, REQ, "req5", False, chunk_chars=3))
     client = anthropic_client(sse(body, piece=5))
+    assert_declared(*anthropic_client(sse(body)).messages.create(model="c", max_tokens=5, messages=[], stream=True))
     with client.messages.stream(model="claude-sonnet-4-5", max_tokens=1024, messages=REQ["messages"]) as stream:
         kinds = [ev.type for ev in stream]
         final = stream.get_final_message()

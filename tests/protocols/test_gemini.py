@@ -7,6 +7,7 @@ import json
 import orjson
 import pytest
 from google.genai import errors as genai_errors
+from google.genai import types
 
 from gateway.protocols.gemini import adapter
 
@@ -70,6 +71,7 @@ def test_sdk_reads_rendered_answer(name: str) -> None:
     rendered = adapter.render_answer(answer, {}, "resp2")
     response = genai_client(Served(orjson.dumps(rendered))).models.generate_content(
         model="gemini-2.5-flash", contents="hi")
+    types.GenerateContentResponse.model_validate(rendered)  # extra fields forbidden: all declared
     assert (response.text or "") == answer.text
     assert [(fc.name, fc.args) for fc in response.function_calls or []] == [
         (c.name, json.loads(c.arguments)) for c in answer.tool_calls]

@@ -7,10 +7,12 @@ import json
 
 import pytest
 from google.genai import errors as genai_errors
+from google.genai import types
 
 from gateway.answer import Finish, Start, TextDelta, ToolCallArgs, ToolCallStart
 from gateway.protocols.gemini import adapter
 from gateway.protocols.gemini_stream import GeminiStreamParser, split_call_id
+from gateway.protocols.sse import split_events
 
 from ._sdk import genai_client, sse
 from ._support import TEXT, answer_fields, answers, assert_split_invariant, recorded, run_parser
@@ -64,6 +66,8 @@ def test_stream_without_finish_reason_is_incomplete() -> None:
 def test_sdk_stream_reads_replay(name: str) -> None:
     answer = answers("gemini", "gemini-2.5-flash")[name]
     body = b"".join(adapter.replay(answer, REQ, "resp1", False, chunk_chars=3))
+    for block in split_events(body):  # every chunk is a GenerateContentResponse with declared fields only
+        types.GenerateContentResponse.model_validate(json.loads(block[len(b"data: "):]))
     client = genai_client(sse(body, piece=9))
     chunks = list(client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi"))
     text = "".join(p.text for c in chunks for p in (c.candidates[0].content.parts or []) if p.text)

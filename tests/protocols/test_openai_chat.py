@@ -11,7 +11,7 @@ import pytest
 
 from gateway.protocols.openai_chat import adapter
 
-from ._sdk import Served, openai_client
+from ._sdk import Served, assert_declared, openai_client
 from ._support import TEXT, answers
 
 REQ = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
@@ -67,6 +67,12 @@ def test_parse_answer_keeps_usage_raw_and_extras() -> None:
     assert answer.model == "gpt-4o-2024-08-06" and answer.provider == "openai"
 
 
+def test_parse_answer_reads_content_parts() -> None:
+    body = {"model": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]}
+    assert adapter.parse_answer(body, "vllm").text == "ab"
+
+
 def test_parse_answer_maps_legacy_function_call() -> None:
     body = {"model": "m", "choices": [{"index": 0, "finish_reason": "function_call", "message": {
         "role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}}]}
@@ -80,6 +86,7 @@ def test_sdk_reads_rendered_answer(name: str) -> None:
     rendered = adapter.render_answer(answer, REQ, "req42")
     client = openai_client(Served(orjson.dumps(rendered)))
     completion = client.chat.completions.create(model="gpt-4o", messages=REQ["messages"])
+    assert_declared(completion)
     assert completion.id == "chatcmpl-req42" and completion.object == "chat.completion"
     assert completion.model == "gpt-4o-2024-08-06" and completion.created > 1_700_000_000
     choice = completion.choices[0]

@@ -14,7 +14,7 @@ from gateway.protocols.openai_chat import adapter
 from gateway.protocols.openai_chat_stream import ChatStreamParser, UsageChunkFilter
 from gateway.protocols.sse import split_events
 
-from ._sdk import openai_client, sse
+from ._sdk import assert_declared, openai_client, sse
 from ._support import TEXT, answer_fields, answers, assert_split_invariant, recorded, run_parser
 
 REQ = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "stream": True}
@@ -90,6 +90,7 @@ def test_sdk_create_stream_reads_replay(name: str, include_usage: bool) -> None:
     body = b"".join(adapter.replay(answer, REQ, "req123", include_usage, chunk_chars=3))
     client = openai_client(sse(body, piece=7))
     chunks = list(client.chat.completions.create(model="gpt-4o", messages=REQ["messages"], stream=True))
+    assert_declared(*chunks)
     assert all(c.id == "chatcmpl-req123" and c.object == "chat.completion.chunk" for c in chunks)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == answer.text

@@ -7,7 +7,7 @@ import pytest
 
 from gateway.protocols.openai_responses import adapter
 
-from ._sdk import Served, openai_client
+from ._sdk import Served, assert_declared, openai_client
 from ._support import answers
 
 REQ = {"model": "gpt-4.1", "input": "hi", "instructions": "Be brief.", "temperature": 0.2}
@@ -63,6 +63,7 @@ def test_sdk_reads_rendered_answer(name: str) -> None:
     answer = answers("openai_responses", "gpt-4.1-2025-04-14")[name]
     rendered = adapter.render_answer(answer, REQ, "req9")
     response = openai_client(Served(orjson.dumps(rendered))).responses.create(model="gpt-4.1", input="hi")
+    assert_declared(response)
     assert response.id == "resp_req9" and response.object == "response"
     assert response.output_text == answer.text
     assert response.status == ("incomplete" if name == "length" else "completed")

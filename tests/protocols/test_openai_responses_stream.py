@@ -10,7 +10,7 @@ from gateway.protocols.openai_responses import adapter
 from gateway.protocols.openai_responses_stream import ResponsesStreamParser
 from gateway.protocols.sse import split_events
 
-from ._sdk import openai_client, sse
+from ._sdk import assert_declared, openai_client, sse
 from ._support import TEXT, answer_fields, answers, assert_split_invariant, recorded, run_parser
 
 REQ = {"model": "gpt-4.1", "input": "hi", "instructions": "Be brief.", "stream": True}
@@ -60,6 +60,8 @@ def test_sdk_stream_helper_reads_replay(name: str) -> None:
     answer = answers("openai_responses", "gpt-4.1-2025-04-14")[name]
     body = b"".join(adapter.replay(answer, {**REQ, "tools": TOOLS}, "req7", False, chunk_chars=3))
     client = openai_client(sse(body, piece=11))
+    raw = list(openai_client(sse(body)).responses.create(model="gpt-4.1", input="hi", stream=True))
+    assert_declared(*raw)
     with client.responses.stream(model="gpt-4.1", input="hi") as stream:
         kinds = [ev.type for ev in stream]
         final = stream.get_final_response()
@@ -86,11 +88,27 @@ def test_length_ends_with_response_incomplete() -> None:
 
 def test_event_sequence_of_a_text_answer() -> None:
     body = b"".join(adapter.replay(answers("openai_responses")["text"], REQ, "r", False, chunk_chars=8))
-    kinds = [e.type for e in openai_client(sse(body)).responses.create(model="gpt-4.1", input="hi", stream=True)]
+    events = list(openai_client(sse(body)).responses.create(model="gpt-4.1", input="hi", stream=True))
+    assert_declared(*events)
+    kinds = [e.type for e in events]
     assert kinds == ["response.created", "response.in_progress", "response.output_item.added",
                      "response.content_part.added", *["response.output_text.delta"] * 3,
                      "response.output_text.done", "response.content_part.done", "response.output_item.done",
                      "response.completed"]
+
+
+def test_refusal_is_replayed_as_a_refusal_part() -> None:
+    answer = answers("openai_responses")["text"]
+    answer.text, answer.extra = "", {"openai_responses": {"refusal": "I can't help with that."}}
+    body = b"".join(adapter.replay(answer, REQ, "r", False))
+    with openai_client(sse(body)).responses.stream(model="gpt-4.1", input="hi") as stream:
+        for _ in stream:
+            pass
+        final = stream.get_final_response()
+    parts = final.output[0].content
+    assert [p.type for p in parts] == ["output_text", "refusal"] and parts[1].refusal == "I can't help with that."
+    _, parser = run_parser(make, [body])
+    assert parser.answer().extra["openai_responses"]["refusal"] == "I can't help with that."  # type: ignore[union-attr]
 
 
 def test_replay_round_trips_through_our_parser() -> None:

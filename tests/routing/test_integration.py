@@ -4,7 +4,7 @@ caches confirm, grouping, the load guard fed by scraped metrics, ejection, failo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -20,6 +20,8 @@ from gateway.routing.router import Router, RouteStage
 from gateway.stores.memory import MemoryStore
 
 from .conftest import MODEL, Fleet
+
+MakeFleet = Callable[..., Awaitable[Fleet]]
 
 FAST = {"eject_base_s": 0.2, "unhealthy_after": 1, "probe_timeout": 1.0}
 
@@ -81,14 +83,14 @@ async def conversation(http: aiohttp.ClientSession, stage: RouteStage, system: s
     return out
 
 
-async def test_pool_discovers_models_and_reads_metrics(fleet: Fleet, http: aiohttp.ClientSession) -> None:
-    await fleet.add(2, kv_capacity_blocks=512)
-    router = await make_router(fleet, http)
+async def test_pool_discovers_models_and_reads_metrics(fleet: MakeFleet, http: aiohttp.ClientSession) -> None:
+    replicas = await fleet(2, kv_capacity_blocks=512)
+    router = await make_router(replicas, http)
     try:
         pool = router.pool
         assert pool.serves(MODEL) and pool.serves(f"vllm/{MODEL}") and not pool.serves("other")
         assert pool.models() == {MODEL}
-        assert router.policy.index.capacity(fleet.served[0].name) == 512  # type: ignore[attr-defined]
+        assert router.policy.index.capacity(replicas.urls[0][7:]) == 512  # type: ignore[attr-defined]
         stage = RouteStage(router)
         await conversation(http, stage, words("sys", 300), 4)
         await pool.refresh()
@@ -97,9 +99,10 @@ async def test_pool_discovers_models_and_reads_metrics(fleet: Fleet, http: aioht
         await router.stop()
 
 
-async def test_append_only_sessions_stick_and_hit_the_replica_cache(fleet: Fleet, http: aiohttp.ClientSession) -> None:
-    await fleet.add(4)
-    router = await make_router(fleet, http)
+async def test_append_only_sessions_stick_and_hit_the_replica_cache(fleet: MakeFleet,
+                                                                   http: aiohttp.ClientSession) -> None:
+    replicas = await fleet(4)
+    router = await make_router(replicas, http)
     try:
         stage = RouteStage(router)
         homes = set()
@@ -113,9 +116,9 @@ async def test_append_only_sessions_stick_and_hit_the_replica_cache(fleet: Fleet
         await router.stop()
 
 
-async def test_sessions_sharing_a_system_prompt_group(fleet: Fleet, http: aiohttp.ClientSession) -> None:
-    await fleet.add(4)
-    router = await make_router(fleet, http)
+async def test_sessions_sharing_a_system_prompt_group(fleet: MakeFleet, http: aiohttp.ClientSession) -> None:
+    replicas = await fleet(4)
+    router = await make_router(replicas, http)
     try:
         stage = RouteStage(router)
         systems = [words(f"group{g}-", 400) for g in range(4)]
@@ -132,17 +135,18 @@ async def test_sessions_sharing_a_system_prompt_group(fleet: Fleet, http: aiohtt
         await router.stop()
 
 
-async def test_overload_seen_in_scraped_metrics_breaks_stickiness(fleet: Fleet, http: aiohttp.ClientSession) -> None:
+async def test_overload_seen_in_scraped_metrics_breaks_stickiness(fleet: MakeFleet,
+                                                                 http: aiohttp.ClientSession) -> None:
     """Another gateway's requests fill the session's replica: its scraped running/waiting count moves the session."""
-    await fleet.add(3, max_num_seqs=2)
-    router = await make_router(fleet, http)
+    replicas = await fleet(3, max_num_seqs=2)
+    router = await make_router(replicas, http)
     try:
         stage = RouteStage(router)
         system = words("sys", 200)
         home = (await conversation(http, stage, system, 2, session="s1"))[0][0]
         slow = {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "max_tokens": 400}
         headers = {"x-emulator-latency": "itl=0.01", "x-emulator-output-tokens": "400"}
-        other = [asyncio.create_task(http.post(fleet.by_name(home).url + "/v1/chat/completions", json=slow,
+        other = [asyncio.create_task(http.post(replicas.url(home) + "/v1/chat/completions", json=slow,
                                                headers=headers)) for _ in range(8)]
         try:
             for _ in range(50):  # until a scrape sees them
@@ -162,16 +166,16 @@ async def test_overload_seen_in_scraped_metrics_breaks_stickiness(fleet: Fleet, 
         await router.stop()
 
 
-async def test_killed_replica_is_ejected_sessions_move_and_it_comes_back(fleet: Fleet,
+async def test_killed_replica_is_ejected_sessions_move_and_it_comes_back(fleet: MakeFleet,
                                                                          http: aiohttp.ClientSession) -> None:
-    await fleet.add(3)
-    router = await make_router(fleet, http)
+    replicas = await fleet(3)
+    router = await make_router(replicas, http)
     try:
         stage = RouteStage(router)
         pool = router.pool
         system = words("sys", 200)
         home = (await conversation(http, stage, system, 2, session="victim"))[0][0]
-        await fleet.kill(fleet.by_name(home))
+        await replicas.kill(home)
         failovers = sum(ROUTE_DECISIONS.labels("vllm", r, "failover")._value.get() for r in pool.replicas)
         # The next turns succeed elsewhere: a connect error, a failover, then the session sticks to its new home.
         after = await conversation(http, stage, system, 3, session="victim")
@@ -180,7 +184,7 @@ async def test_killed_replica_is_ejected_sessions_move_and_it_comes_back(fleet: 
         assert not pool.replicas[home].available
         assert sum(ROUTE_DECISIONS.labels("vllm", r, "failover")._value.get() for r in pool.replicas) > failovers
         # Restarted (empty cache): health checks re-admit it and new work reaches it again.
-        await fleet.start(fleet.by_name(home))
+        await replicas.restart(home)
         for _ in range(100):
             await asyncio.sleep(0.05)
             if pool.replicas[home].available:
@@ -194,13 +198,13 @@ async def test_killed_replica_is_ejected_sessions_move_and_it_comes_back(fleet: 
         await router.stop()
 
 
-async def test_all_replicas_down_answers_503_and_failover_stops(fleet: Fleet, http: aiohttp.ClientSession) -> None:
-    await fleet.add(2)
-    router = await make_router(fleet, http, health_interval=60)  # passive health only
+async def test_all_replicas_down_answers_503_and_failover_stops(fleet: MakeFleet, http: aiohttp.ClientSession) -> None:
+    replicas = await fleet(2)
+    router = await make_router(replicas, http, health_interval=60)  # passive health only
     try:
         stage = RouteStage(router)
-        for s in fleet.served:
-            await fleet.kill(s)
+        for url in replicas.urls:
+            await replicas.kill(url[7:])
         ctx, _ = await call(http, stage, [{"role": "user", "content": "hello there"}])
         assert ctx.status == 502  # both were tried, then the relay gives up
         assert all(not r.available for r in router.pool.replicas.values())

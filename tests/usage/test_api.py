@@ -9,7 +9,7 @@ import httpx2
 import orjson
 import pytest
 from fastapi import FastAPI, Request
-from fastapi.responses import ORJSONResponse
+from fastapi.responses import Response
 from test_query import mixed
 
 from gateway.auth import check_admin
@@ -30,8 +30,9 @@ def build_app(store: MemoryStore, stage: UsageStage, key: str | None = KEY) -> F
         check_admin(request.headers, key)
 
     @app.exception_handler(GatewayError)
-    async def refused(request: Request, exc: GatewayError) -> ORJSONResponse:
-        return ORJSONResponse({"error": {"message": exc.message}}, status_code=exc.status)
+    async def refused(request: Request, exc: GatewayError) -> Response:
+        return Response(orjson.dumps({"error": {"message": exc.message}}), status_code=exc.status,
+                        media_type="application/json")
 
     app.include_router(usage_router(lambda: store, require_admin, admin_key=lambda: key, stage=lambda: stage))
     return app

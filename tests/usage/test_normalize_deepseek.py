@@ -32,7 +32,8 @@ def test_prompt_tokens_missing_uses_hit_plus_miss() -> None:
 
 
 def test_only_openai_fields() -> None:
-    u = normalize("deepseek", {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 4}})
+    u = normalize("deepseek", {"prompt_tokens": 10, "completion_tokens": 2,
+                               "prompt_tokens_details": {"cached_tokens": 4}})
     assert (u.input_tokens, u.cached_input_tokens) == (10, 4)
 
 

@@ -11,11 +11,11 @@ from gateway.usage.record import RecordBuilder, storage_record
 from gateway.usage.recorder import serialize
 
 CONTRACT_FIELDS = (
-    "request_id tenant provider model upstream gateway_cache prompt_template_id prompt_template_version "
-    "input_tokens cached_input_tokens cache_creation_input_tokens cache_read_input_tokens output_tokens "
-    "total_tokens time_to_first_token_s latency_s prompt_cache_key cache_retention cost_usd "
-    "cost_without_cache_usd created_at usage_raw"
-).split()
+    "request_id", "tenant", "provider", "model", "upstream", "gateway_cache", "prompt_template_id",
+    "prompt_template_version", "input_tokens", "cached_input_tokens", "cache_creation_input_tokens",
+    "cache_read_input_tokens", "output_tokens", "total_tokens", "time_to_first_token_s", "latency_s",
+    "prompt_cache_key", "cache_retention", "cost_usd", "cost_without_cache_usd", "created_at", "usage_raw",
+)
 
 
 @pytest.fixture

@@ -90,7 +90,7 @@ async def test_store_outage_keeps_records_and_retries(book: PriceBook, own_redis
         for rec in _records(book, "acme", 3):  # more traffic during the outage
             recorder.add(rec)
         own_redis.start()  # same port, empty
-        assert await recorder.stop(timeout=10)  # waits out the breaker's cool-down, then writes
+        assert await recorder.stop(grace=10)  # waits out the breaker's cool-down, then writes
         assert recorder.pending == 0
         got = await query.totals(store, "acme")
         assert got["requests"] == 9
@@ -110,7 +110,7 @@ async def test_full_buffer_drops_oldest_and_counts(book: PriceBook, own_redis) -
         assert not await recorder.flush()
         assert recorder.dropped == 3 and metrics.USAGE_DROPPED._value.get() == dropped + 3
         own_redis.start()
-        assert await recorder.stop(timeout=10)
+        assert await recorder.stop(grace=10)
         logged = await query.records(store, "acme", 100)
         assert [r["request_id"] for r in logged] == [f"gw-{i}" for i in range(7, 2, -1)]  # the newest five
         # Aggregates are never dropped: they merge per key while they wait.

@@ -1,0 +1,299 @@
+"""The provider-cache stage: ask each vendor's own prompt cache to keep the stable prefix, when the
+break-even says it pays (`breakeven.py`).
+
+After the rewrite stage (whose layout says where the stable part ends; without it the same layout
+is computed from the body as sent), per the tenant's `provider_cache` policy and the upstream:
+
+- Anthropic (`anthropic_messages`): `cache_control` breakpoints (`anthropic.py`);
+- OpenAI (`openai_chat`, `openai_responses` to OpenAI itself): `prompt_cache_key`, retention, and
+  GPT-5.6+ breakpoints (`openai.py`); DeepSeek and other OpenAI-compatible upstreams cache by
+  prefix on their own and get only the rewrite;
+- Gemini: explicit CachedContent, shared by all replicas through the store (`gemini.py`).
+
+Each decision is counted (`gateway_provider_cache_decisions_total{provider,decision}`) and put in
+the usage record (`provider_cache`, `prompt_cache_key`, `cache_retention`, `storage_cost_usd`).
+The only store call on the request path is one small read (statistics and, for Gemini, the cache
+handle, together), bounded by a short timeout; on failure the policy's priors decide (fail-open).
+
+`on_upstream_error` lets the upstream call retry once after a failure our edits caused: a Gemini
+cache gone upstream (recreated), or a 400 about cache markers (sent again without them).
+`purge` serves the admin purge of layer "provider".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from gateway import metrics
+from gateway.context import RequestContext
+from gateway.errors import GatewayError
+from gateway.pipeline import Hit, Stage
+from gateway.provider_cache import anthropic, gemini, openai
+from gateway.provider_cache.stats import EMPTY, PrefixStats, StatsStore
+from gateway.provider_cache.tables import CachePrices, min_tokens, prices_for
+from gateway.provider_cache.tokens import TokenCounter, default_counter
+from gateway.rewrite.layout import Layout, module_for
+from gateway.stores.base import KVStore, StoreUnavailable
+from gateway.upstream.client import UpstreamClients
+
+log = logging.getLogger("gateway.provider_cache")
+
+SCRATCH = "provider_cache"
+_CACHE_WORDS = ("cache_control", "prompt_cache", "cachedcontent", "cached content", "cache")
+
+
+def _text(body: Any) -> str:
+    if isinstance(body, bytes | bytearray):
+        return bytes(body[:4096]).decode("utf-8", "replace").lower()
+    if isinstance(body, str):
+        return body[:4096].lower()
+    try:
+        return orjson.dumps(body).decode()[:4096].lower()
+    except TypeError:
+        return str(body)[:4096].lower()
+
+
+class ProviderCacheStage(Stage):
+    name = "provider_cache"
+
+    def __init__(self, settings: Any, store: KVStore, clients: UpstreamClients | None = None, *,
+                 prices: Any = None, counter: TokenCounter | None = None, create_timeout_s: float = 10.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.store = store
+        self._own_clients = clients is None
+        self.clients = clients or UpstreamClients(settings)
+        self.book = prices  # a gateway.usage.pricing.PriceBook; default: the one the usage stage installs
+        self.counter = counter or default_counter()
+        store_timeout = float(getattr(settings, "store_timeout", 0.1) or 0.1)
+        self.stats = StatsStore(store, timeout_s=store_timeout, clock=clock)
+        self.gemini = gemini.GeminiCaches(store, lambda: self.clients.session("gemini"), timeout_s=create_timeout_s,
+                                          store_timeout_s=store_timeout, clock=clock)
+        self._prices_ready = prices is not None and getattr(prices, "_map", None) is not None
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        # Both loads block for a while (tokenizer ~0.3 s, litellm's cost map seconds): never on the loop.
+        await asyncio.to_thread(self.counter.load)
+        try:
+            await asyncio.to_thread(lambda: self._book().cost_map)
+            self._prices_ready = True
+        except Exception as exc:
+            log.warning("price map unavailable; break-even uses list-price ratios", extra={"error": repr(exc)})
+
+    async def stop(self) -> None:
+        await self.stats.drain()
+        if self._own_clients:
+            await self.clients.close()
+
+    def _book(self) -> Any:
+        if self.book is not None:
+            return self.book
+        from gateway.usage import pricing
+
+        return pricing.default_book()
+
+    def prices(self, provider: str, vendor: str, model: str) -> CachePrices:
+        return prices_for(provider, vendor, model, self._book() if self._prices_ready else None)
+
+    # ---- the request path ------------------------------------------------------------------------
+    async def before(self, ctx: RequestContext) -> Hit | None:
+        if ctx.policy is None or ctx.upstream_adapter is None or not ctx.upstream_body:
+            return None
+        protocol = ctx.upstream_adapter.name
+        lay = ctx.scratch.get("rewrite")
+        if not isinstance(lay, Layout):
+            mod = module_for(protocol)
+            if mod is None:
+                return None
+            lay = mod.layout(ctx.upstream_body)
+            ctx.record.setdefault("prefix_hash", lay.prefix_hash)
+        policy = ctx.policy.provider_cache
+        if ctx.provider == "anthropic" and protocol == "anthropic_messages" and policy.anthropic.enabled:
+            await self._anthropic(ctx, lay)
+        elif ctx.provider == "openai" and protocol in ("openai_chat", "openai_responses"):
+            await self._openai(ctx, lay, protocol)
+        elif ctx.provider == "gemini" and protocol == "gemini" and policy.gemini.enabled:
+            await self._gemini(ctx, lay)
+        return None
+
+    def _ids(self, ctx: RequestContext, lay: Layout) -> tuple[str, str | None]:
+        def ident(h: str) -> str:
+            return hashlib.sha256(f"{ctx.provider}\x1f{ctx.model}\x1f{h}".encode()).hexdigest()[:24]
+
+        return ident(lay.prefix_hash), (ident(lay.conversation_hash) if lay.history else None)
+
+    async def _read_stats(self, ctx: RequestContext, lay: Layout) -> tuple[str, str | None, PrefixStats, PrefixStats]:
+        tid, cid = self._ids(ctx, lay)
+        found = await self.stats.read(ctx.tenant, *([tid, cid] if cid else [tid]))
+        template, conversation = found[0], (found[1] if cid else EMPTY)
+        self.stats.record(ctx.tenant, tid, template)
+        if cid:
+            self.stats.record(ctx.tenant, cid, conversation)
+        return tid, cid, template, conversation
+
+    def _decided(self, ctx: RequestContext, provider: str, decision: str, record: dict[str, Any]) -> None:
+        metrics.PROVIDER_CACHE_DECISIONS.labels(provider, decision).inc()
+        ctx.record["provider_cache"] = {"provider": provider, "decision": decision, **record}
+
+    def _keep_original(self, ctx: RequestContext, body: dict[str, Any]) -> None:
+        ctx.scratch.setdefault(SCRATCH, {}).setdefault("original", body)
+
+    async def _anthropic(self, ctx: RequestContext, lay: Layout) -> None:
+        _, _, template, conversation = await self._read_stats(ctx, lay)
+        original = ctx.upstream_body
+        body, plan = anthropic.place(original, lay.stable_end, min_tokens("anthropic", ctx.model),
+                                     ctx.policy.provider_cache.anthropic.ttl,  # type: ignore[union-attr]
+                                     self.prices("anthropic", "anthropic", ctx.model), template, conversation,
+                                     self.counter)
+        if body is not original:
+            self._keep_original(ctx, original)
+            ctx.upstream_body = body
+        ttls = sorted({m["ttl"] for m in plan.markers})
+        if ttls:
+            ctx.record["cache_retention"] = ttls[0] if len(ttls) == 1 else "+".join(ttls)
+        self._decided(ctx, "anthropic", plan.decision, plan.as_record())
+
+    async def _openai(self, ctx: RequestContext, lay: Layout, protocol: str) -> None:
+        pol = ctx.policy.provider_cache.openai  # type: ignore[union-attr]
+        _, _, template, conversation = await self._read_stats(ctx, lay)
+        original = ctx.upstream_body
+        affinity = ctx.session or lay.conversation_hash
+        body, rec = openai.set_key_and_retention(original, ctx.model, ctx.tenant, lay.prefix_hash, affinity, template,
+                                                 pol.prompt_cache_key, pol.retention)
+        body, bp = openai.place_breakpoints(body, protocol, ctx.model, lay.stable_end,
+                                            self.prices("openai", "openai", ctx.model), template, conversation,
+                                            self.counter)
+        if body is not original:
+            self._keep_original(ctx, original)
+            ctx.upstream_body = body
+        if rec.get("prompt_cache_key"):
+            ctx.record["prompt_cache_key"] = rec["prompt_cache_key"]
+        if rec.get("retention"):
+            ctx.record["cache_retention"] = rec["retention"]
+        decision = {"gateway": "key", "client": "client_key"}.get(rec["key"], "key_off")
+        if bp is not None:
+            rec["breakpoints"] = bp
+            metrics.PROVIDER_CACHE_DECISIONS.labels("openai", bp["decision"]).inc()
+        self._decided(ctx, "openai", decision, rec)
+
+    async def _gemini(self, ctx: RequestContext, lay: Layout) -> None:
+        body = ctx.upstream_body
+        if body.get("cachedContent"):
+            self._decided(ctx, "gemini", "client_cache", {})
+            return
+        api_key = ctx.upstream_headers.get("x-goog-api-key")
+        if not api_key:
+            self._decided(ctx, "gemini", "skip_no_key", {})
+            return
+        pol = ctx.policy.provider_cache.gemini  # type: ignore[union-attr]
+        minimum = min_tokens("gemini", ctx.model)
+        prefix, tokens = gemini.choose_prefix(body, ctx.model, gemini.key_fingerprint(api_key), lay.stable_end,
+                                              minimum, self.counter)
+        if prefix is None:
+            self._decided(ctx, "gemini", "skip_min", {"prefix_tokens": tokens, "min_tokens": minimum})
+            return
+        handle, found = await asyncio.gather(self.gemini.handle(ctx.tenant, prefix),
+                                             self.stats.read(ctx.tenant, prefix.cache_id))
+        stats = found[0]
+        self.stats.record(ctx.tenant, prefix.cache_id, stats)
+        prices = self.prices("gemini", "gemini", ctx.model)
+        rec: dict[str, Any] = {"prefix_tokens": prefix.tokens, "min_tokens": minimum,
+                               "leading_contents": prefix.leading, "stats": stats.as_record()}
+        decision = "reuse"
+        storage_usd = 0.0
+        if handle is not None:
+            handle, hours = await self.gemini.extend(ctx.tenant, prefix, handle, api_key, pol.ttl)
+            if hours:
+                decision = "extend"
+                storage_usd = handle["tokens"] * hours * prices.storage_hour if handle else 0.0
+        if handle is None:
+            d = self.gemini.break_even(prefix, prices, stats, pol.ttl, pol.min_expected_reuses)
+            rec["breakeven"] = d.as_record()
+            if not d.cache:
+                self._decided(ctx, "gemini", "skip_breakeven", rec)
+                return
+            if ctx.no_store:
+                self._decided(ctx, "gemini", "skip_no_store", rec)
+                return
+            handle, outcome = await self.gemini.create(ctx.tenant, prefix, ctx.model, ctx.upstream_base_url, api_key,
+                                                       pol.ttl)
+            if handle is None:
+                self._decided(ctx, "gemini", "skip_" + outcome, rec)
+                return
+            decision = "create" if outcome == "created" else "reuse"
+            if outcome == "created":
+                # Creation bills the cached tokens at the input price, then storage for the TTL.
+                storage_usd = handle["tokens"] * (prices.storage_hour * (handle["expire"] - handle["created"]) / 3600.0
+                                                  + prices.input)
+        self._use_gemini(ctx, prefix, handle)
+        rec["cache_name"] = handle["name"]
+        if storage_usd:
+            ctx.record["storage_cost_usd"] = ctx.record.get("storage_cost_usd", 0.0) + storage_usd
+            ctx.record["provider_cache_storage_usd"] = storage_usd
+        self._decided(ctx, "gemini", decision, rec)
+
+    def _use_gemini(self, ctx: RequestContext, prefix: gemini.Prefix, handle: dict[str, Any]) -> None:
+        state = ctx.scratch.setdefault(SCRATCH, {})
+        state.setdefault("gemini", {"prefix": prefix, "body": ctx.upstream_body, "path": ctx.upstream_path})
+        original = state["gemini"]
+        ctx.upstream_body = gemini.reference(original["body"], prefix, handle["name"])
+        ctx.upstream_path = gemini.v1beta_path(original["path"])
+
+    # ---- recovery --------------------------------------------------------------------------------
+    async def on_upstream_error(self, ctx: RequestContext, status: int, body: Any) -> bool:
+        """Called once by the upstream call after an error status, before anything reached the
+        client. True when `ctx.upstream_body` was rewritten and the request should be sent again."""
+        state = ctx.scratch.get(SCRATCH)
+        if not state or state.get("retried"):
+            return False
+        text = _text(body)
+        g = state.get("gemini")
+        gone = status in (403, 404) or (status == 400 and ("cachedcontent" in text or "cached content" in text
+                                                            or ("invalid" in text and "state" in text)))
+        if g is not None and gone:
+            state["retried"] = True
+            prefix: gemini.Prefix = g["prefix"]
+            await self.gemini.forget(ctx.tenant, prefix.cache_id)
+            ctx.upstream_body, ctx.upstream_path = g["body"], g["path"]
+            api_key = ctx.upstream_headers.get("x-goog-api-key") or ""
+            pol = ctx.policy.provider_cache.gemini if ctx.policy is not None else None
+            handle: dict[str, Any] | None = None
+            if api_key and pol is not None:
+                try:
+                    handle, _ = await self.gemini.create(ctx.tenant, prefix, ctx.model, ctx.upstream_base_url,
+                                                               api_key, pol.ttl)
+                except StoreUnavailable:
+                    handle = None
+            if handle is not None:
+                self._use_gemini(ctx, prefix, handle)
+            decision = "recreate" if handle is not None else "recover_plain"
+            metrics.PROVIDER_CACHE_DECISIONS.labels("gemini", decision).inc()
+            ctx.record.setdefault("provider_cache", {})["recovered"] = {"status": status, "outcome": decision}
+            return True
+        original = state.get("original")
+        if original is not None and status == 400 and any(w in text for w in _CACHE_WORDS):
+            state["retried"] = True
+            ctx.upstream_body = original
+            provider = ctx.record.get("provider_cache", {}).get("provider", ctx.provider)
+            metrics.PROVIDER_CACHE_DECISIONS.labels(provider, "recover_plain").inc()
+            ctx.record.setdefault("provider_cache", {})["recovered"] = {"status": status, "outcome": "recover_plain"}
+            return True
+        return False
+
+    # ---- admin -----------------------------------------------------------------------------------
+    async def purge(self, tenant: str, version: str | None = None) -> int:
+        """Delete the tenant's gateway-made provider caches (Gemini CachedContents) upstream and
+        their handles; returns how many. Provider caches are not versioned: `version` is ignored."""
+        key = self.settings.vendor_key("gemini") if hasattr(self.settings, "vendor_key") else None
+        try:
+            return await self.gemini.purge(tenant, key)
+        except StoreUnavailable as exc:
+            raise GatewayError(503, "The store is unavailable; provider caches were not purged.") from exc

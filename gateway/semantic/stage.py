@@ -1,0 +1,273 @@
+"""The semantic cache as a pipeline stage (after the exact response cache, before rewriting).
+
+before(): when the request qualifies (`gateway.semantic.key.skip_reason`), embed the final user
+question, search the tenant's entries of this exact context (`Scope`: tenant + context hash +
+knowledge version + unexpired), and run the decision (`gateway.semantic.guard.decide`) on the
+candidates, best first. A hit returns the stored answer with `semantic-hit` and its similarity.
+
+after(): a qualifying miss answered completely by the upstream is written, in a background task
+(the response never waits for it).
+
+Every failure of the embedder or the vector store is a plain miss: the request goes upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from gateway.answer import Answer
+from gateway.cache.entry import BadEntry
+from gateway.config import Settings
+from gateway.context import RequestContext
+from gateway.errors import GatewayError
+from gateway.metrics import CACHE_LOOKUPS
+from gateway.pipeline import Hit, Stage
+from gateway.semantic.embedder import Embedder, backend_from_settings
+from gateway.semantic.guard import cosine_for, decide, similarity
+from gateway.semantic.key import context_hash, skip_reason
+from gateway.semantic.options import SemanticOptions
+from gateway.semantic.store import Entry, Scope, VectorStore, collection_name
+
+log = logging.getLogger("gateway.semantic")
+
+LAYER = "semantic"
+THRESHOLD_HEADER = "x-gateway-semantic-threshold"
+_REOPEN_EVERY = 5.0  # seconds between attempts to open a store that was down at start
+
+
+@dataclass(slots=True)
+class _State:
+    question: str
+    ctx_hash: str
+    version: str
+    vector: np.ndarray | None = None
+    hit: bool = False
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def open_vector_store(settings: Settings, embedder_name: str, dim: int) -> VectorStore:
+    """qdrant-client for `GATEWAY_QDRANT_URL` (a server, or `:memory:`), else qdrant-edge under the data dir."""
+    name = collection_name(embedder_name, dim)
+    timeout = max(float(settings.store_timeout), 0.05)
+    if settings.qdrant_url:
+        from gateway.semantic.client import ClientStore
+
+        local = settings.qdrant_url == ":memory:" or settings.qdrant_url.startswith("path:")
+        # local mode scans in Python (tests only): give it time; a server gets the store timeout
+        return ClientStore(settings.qdrant_url, name, dim, timeout=2.0 if local else timeout)
+    from gateway.semantic.edge import EdgeStore
+
+    # the thread hop plus a WAL write can take a few ms on a busy machine; a search takes < 1 ms
+    return EdgeStore(settings.data_dir / "qdrant-edge", name, dim, timeout=max(timeout, 0.5))
+
+
+class SemanticCacheStage(Stage):
+    name = "semantic_cache"
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None, store: VectorStore | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        """`embedder` and `store` may be shared objects built by the caller; otherwise they come from
+        the settings (`GATEWAY_EMBEDDING_MODEL`, `GATEWAY_QDRANT_URL` / `GATEWAY_DATA_DIR`)."""
+        self.settings = settings
+        self.options = SemanticOptions.from_params(settings.semantic.params)
+        if embedder is None:
+            key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+            backend = backend_from_settings(settings.embedding_model, settings.base_url("openai"), key)
+            embedder = Embedder(backend, window_ms=self.options.batch_window_ms, max_batch=self.options.max_batch,
+                                cache_size=self.options.lru_size)
+        self.embedder = embedder
+        self.store = store
+        self.clock = clock
+        self._open = False
+        self._last_open_try = 0.0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._purger: asyncio.Task[None] | None = None
+        self._last_warning = 0.0
+
+    @property
+    def anchor(self) -> float:
+        return self.options.anchor_cosine if self.options.anchor_cosine is not None else self.embedder.anchor
+
+    # ---- life cycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        try:
+            await self.embedder.start()
+        except Exception as exc:  # no model, no layer: requests still go through (fail-open)
+            log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
+            return
+        if self.store is None:
+            self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
+        await self._ensure_open()
+        self._purger = asyncio.create_task(self._purge_loop(), name="semantic-purge")
+
+    async def _ensure_open(self) -> bool:
+        if self._open:
+            return True
+        if self.store is None:
+            return False
+        now = time.monotonic()
+        if self._last_open_try and now - self._last_open_try < _REOPEN_EVERY:
+            return False
+        self._last_open_try = now
+        try:
+            await self.store.open()
+        except Exception as exc:
+            self._warn("semantic cache: vector store unavailable; lookups miss until it is back", exc)
+            return False
+        self._open = True
+        return True
+
+    async def stop(self) -> None:
+        if self._purger is not None:
+            self._purger.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._purger
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        if self.store is not None:
+            await self.store.close()
+        await self.embedder.close()
+
+    async def _purge_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.purge_interval)
+            await self.purge_expired()
+
+    async def purge_expired(self) -> int:
+        if not await self._ensure_open() or self.store is None:
+            return 0
+        try:
+            return await self.store.purge_expired(self.clock())
+        except Exception as exc:
+            self._warn("semantic cache: purge of expired entries failed", exc)
+            return 0
+
+    async def purge(self, tenant: str, version: str | None = None) -> int:
+        """Admin API: remove a tenant's entries (of one knowledge version, or all)."""
+        if not await self._ensure_open() or self.store is None:
+            raise RuntimeError("the semantic cache store is unavailable")
+        return await self.store.purge(tenant, version)
+
+    # ---- request path -------------------------------------------------------------------------
+    def _threshold(self, ctx: RequestContext, policy_threshold: float) -> float:
+        raw = ctx.headers.get(THRESHOLD_HEADER)
+        if raw is None:
+            return policy_threshold
+        try:
+            asked = float(raw)
+        except ValueError:
+            asked = float("nan")
+        if not 0.0 <= asked <= 1.0:
+            raise GatewayError(400, f"{THRESHOLD_HEADER} must be a number between 0 and 1")
+        return max(policy_threshold, asked)  # a request may only ask for safer hits
+
+    async def before(self, ctx: RequestContext) -> Hit | None:
+        policy = ctx.policy.semantic_cache if ctx.policy is not None else None
+        user_scope = ctx.policy is not None and ctx.policy.response_cache.scope == "user"
+        reason = skip_reason(ctx, policy, user_scope, self.options.max_question_chars)
+        if reason is None and not self._open and not await self._ensure_open():
+            reason = "unavailable"
+        if reason is not None or policy is None:
+            ctx.record["semantic_cache_skip"] = reason
+            CACHE_LOOKUPS.labels(layer=LAYER, result="error" if reason == "unavailable" else "skip").inc()
+            return None
+        question = ctx.conversation.final_user_text or ""
+        digest = context_hash(ctx, user_scope, policy.version, (self.embedder.name, self.embedder.dim))
+        state = _State(question, digest, policy.version)
+        ctx.scratch[self.name] = state
+        asked = self._threshold(ctx, policy.threshold)
+        if ctx.no_cache:  # a fresh answer is wanted: no lookup, still stored
+            CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
+            return None
+        raw_threshold = cosine_for(policy.threshold, self.anchor)
+        try:
+            state.vector = await asyncio.wait_for(self.embedder.embed(question), self.options.embed_timeout)
+            assert self.store is not None
+            scope = Scope(ctx.tenant, digest, policy.version, self.clock())
+            floor = raw_threshold - self.options.guard.same_content_margin
+            candidates = await self.store.search(scope, state.vector, self.options.top_k, floor)
+        except GatewayError:
+            raise
+        except Exception as exc:
+            CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
+            self._warn("semantic cache lookup failed; treated as a miss", exc, ctx)
+            return None
+        rejected: list[str] = []
+        for cand in candidates:
+            verdict = decide(cand.question, question, cand.score, raw_threshold, policy.exclusive_terms,
+                             self.options.guard)
+            if verdict.hit and asked > policy.threshold and similarity(cand.score, self.anchor) < asked:
+                verdict = replace(verdict, hit=False, reason="below_requested_threshold")
+            if not verdict.hit:
+                rejected.append(verdict.reason)
+                continue
+            try:
+                answer = cand.answer()
+            except (BadEntry, KeyError, ValueError) as exc:
+                self._warn("semantic cache entry unreadable; skipped", exc, ctx)
+                continue
+            CACHE_LOOKUPS.labels(layer=LAYER, result="hit").inc()
+            return self._hit(ctx, state, answer, cand.score)
+        CACHE_LOOKUPS.labels(layer=LAYER, result="miss").inc()
+        if rejected:
+            ctx.record["semantic_rejected"] = rejected
+        return None
+
+    def _hit(self, ctx: RequestContext, state: _State, answer: Answer, cosine: float) -> Hit:
+        state.hit = True
+        sim = round(similarity(cosine, self.anchor), 4)
+        ctx.cache_status = "semantic-hit"
+        ctx.record["saved_from"] = {"layer": LAYER, "usage_raw": answer.usage_raw, "provider": answer.provider,
+                                    "model": answer.model}
+        ctx.record["semantic_similarity"] = sim
+        return Hit(status="semantic-hit", answer=answer, similarity=sim)
+
+    async def after(self, ctx: RequestContext) -> None:
+        state: _State | None = ctx.scratch.get(self.name)
+        answer = ctx.answer
+        if state is None or state.hit or answer is None or ctx.no_store or ctx.policy is None:
+            return
+        if ctx.answered_by != "upstream":
+            return
+        policy = ctx.policy.semantic_cache
+        storable = answer.finish_reason == "stop" or (answer.finish_reason == "tool_calls"
+                                                      and policy.cache_tool_requests)
+        if not storable:
+            return
+        now = self.clock()
+        entry = Entry(ctx.tenant, state.ctx_hash, state.version, state.question, answer, now, now + policy.ttl)
+        task = asyncio.create_task(self._write(entry, state.vector), name="semantic-write")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _write(self, entry: Entry, vector: np.ndarray | None) -> None:
+        try:
+            if vector is None:
+                vector = await self.embedder.embed(entry.question)
+            if self.store is None or not await self._ensure_open():
+                return
+            await self.store.upsert([(entry, vector)])
+        except Exception as exc:
+            self._warn("semantic cache write failed; answer not stored", exc)
+
+    async def drain(self) -> None:
+        """Wait for pending writes (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    def _warn(self, message: str, exc: BaseException, ctx: RequestContext | None = None) -> None:
+        now = time.monotonic()
+        if now - self._last_warning >= 5.0:  # an outage would log the same line on every request
+            self._last_warning = now
+            extra: dict[str, Any] = {"error": f"{type(exc).__name__}: {exc}"}
+            if ctx is not None:
+                extra.update(request_id=ctx.request_id, tenant=ctx.tenant)
+            log.warning(message, extra=extra)

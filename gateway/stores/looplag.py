@@ -1,0 +1,40 @@
+"""How late the event loop runs its timers: the gateway's own queueing, as opposed to the store's.
+
+A store call's deadline is meant to catch a slow or hung store. When the gateway itself is
+saturated, every await takes longer (the reply sits in the socket until the loop gets to it), and a
+fixed 100 ms deadline then fails calls to a healthy Redis; the circuit breaker opens, the cache
+turns into misses, the misses add upstream work, and the overload feeds itself. Stores therefore
+extend their deadline by a few times the current lag, up to a cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+class LoopLag:
+    def __init__(self, interval: float = 0.02) -> None:
+        self.interval = interval
+        self.value = 0.0  # seconds; rises at once, decays over a few samples
+        self._task: asyncio.Task[None] | None = None
+
+    def ensure_running(self) -> None:
+        """Start sampling on the running loop (idempotent; cheap enough for every call)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            start = loop.time()
+            await asyncio.sleep(self.interval)
+            late = max(0.0, loop.time() - start - self.interval)
+            self.value = late if late > self.value else 0.7 * self.value + 0.3 * late
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+                await self._task
+            self._task = None

@@ -1,0 +1,50 @@
+"""Store deadlines follow the gateway's own event-loop lag, so a saturated gateway does not blame
+(and trip the breaker of) a healthy Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from gateway.stores.looplag import LoopLag
+from gateway.stores.redis import RedisStore
+
+
+def _hog(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, block: float) -> None:
+    """Keep the loop busy: a callback that holds it for `block` seconds, again and again."""
+    if stop.is_set():
+        return
+    time.sleep(block)
+    loop.call_soon(_hog, loop, stop, block)
+
+
+async def test_lag_rises_with_a_busy_loop_and_decays_after() -> None:
+    lag = LoopLag(interval=0.01)
+    lag.ensure_running()
+    await asyncio.sleep(0.05)
+    assert lag.value < 0.01
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.call_soon(_hog, loop, stop, 0.03)
+    await asyncio.sleep(0.3)
+    assert lag.value > 0.02
+    stop.set()
+    await asyncio.sleep(0.3)
+    assert lag.value < 0.01
+    await lag.stop()
+
+
+async def test_healthy_redis_answers_within_the_deadline_under_a_saturated_loop(redis_server) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(redis_server.url, timeout=0.01)  # a deadline shorter than one loop turn below
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    try:
+        await store.set("lag:k", b"v")
+        loop.call_soon(_hog, loop, stop, 0.02)
+        await asyncio.sleep(0.2)  # the lag is measured
+        assert store.deadline() > 0.05
+        for _ in range(10):
+            assert await store.get("lag:k") == b"v"
+    finally:
+        stop.set()
+        await store.close()
