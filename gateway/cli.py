@@ -47,9 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("path")
 
     emulator = sub.add_parser("emulator", help="run the vendor emulators as a server")
-    emulator.add_argument("--host", default="127.0.0.1")
-    emulator.add_argument("--port", type=int, default=9000)
-    emulator.add_argument("--vllm-replicas", type=int, default=0)
+    from gateway.emulators.server import add_arguments
+
+    add_arguments(emulator)
 
     lint = sub.add_parser("lint", help="find cache-breaking patterns in a request body")
     lint.add_argument("request", help="a JSON request body (OpenAI, Anthropic or Gemini shape)")
@@ -79,10 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return validate_command(args.path)
     if args.command == "emulator":
-        from gateway.emulators.server import run
+        from gateway.emulators.server import run_from_args
 
-        run(port=args.port, vllm_replicas=args.vllm_replicas, host=args.host)
-        return 0
+        return run_from_args(args)
     if args.command == "lint":
         from gateway.rewrite.lint import lint_command
 

@@ -2,15 +2,18 @@
 hashing, on emulated vLLM replicas with limited KV and a realistic prefill cost.
 
     llm-cache-gateway bench routing [--workloads a,b,c] [--policies cache_aware,round_robin,...]
-                                    [--scale 1.0] [--concurrency 16] [--kv-blocks 2048] [--json out.json]
+                                    [--via gateway|router] [--scale 1.0] [--concurrency 24]
+                                    [--kv-blocks 3072] [--max-num-seqs 8] [--json out.json]
 
-A subprocess serves four emulated vLLM replicas (gateway/emulators/vllm_app.py: vLLM's block prefix cache
-with LRU eviction, `max_num_seqs` and a waiting queue; KV capacity `--kv-blocks` blocks of 16 tokens; the
+Emulator subprocesses (`python -m gateway.emulators`) serve four vLLM replicas (vLLM's block prefix cache with
+LRU eviction, `max_num_seqs` and a waiting queue; KV capacity `--kv-blocks` blocks of 16 tokens; the
 `realistic` latency preset of an 8B model on an H100: 30 ms + 250 µs per uncached prompt token + 10 µs per
-cached one, 12 ms per output token) and a fifth replica with unlimited KV for the upper bound. This process
-drives the real `Router` (its pool scrapes the replicas' /metrics for load) and streams each request to the
-chosen replica; TTFT runs from before the routing decision to the first content token. The replicas' caches
-and counters are reset between runs. Hit rates come from the replicas' own `vllm:prefix_cache_*` counters.
+cached one, 12 ms per output token) and one replica with unlimited KV for the upper bound. Each policy runs
+through the whole gateway (`--via gateway`, the default: the route stage wired as the app wires it, the
+gateway in a thread of this process) or with the `Router` driven directly (`--via router`). Clients stream;
+TTFT runs from sending (before the routing decision) to the first content token. The replicas' caches and
+counters are reset between runs. Hit rates and per-replica request counts come from the replicas' own
+`/metrics` (`vllm:prefix_cache_*`, `vllm:request_success_total`).
 
 Workloads: (a) multi-turn agent sessions (5–30 turns, a shared agent prompt, tool results appended each turn);
 (b) SGLang's generated-shared-prefix (groups × prompts, a long system prompt, a short question, shuffled);
@@ -24,6 +27,7 @@ import asyncio
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -130,11 +134,12 @@ class Result:
         return max(counts) / statistics.mean(counts) if counts and statistics.mean(counts) else float("nan")
 
 
-async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], out: int) -> tuple[int, str, float]:
+async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], out: int,
+                headers: dict[str, str] | None = None) -> tuple[int, str, float]:
     """Stream one chat completion; (status, text, perf_counter() at the first content token)."""
     first, parts = 0.0, []
-    async with http.post(base + "/chat/completions", data=orjson.dumps(body),
-                         headers={"content-type": "application/json", "x-emulator-output-tokens": str(out)}) as resp:
+    async with http.post(base + "/chat/completions", data=orjson.dumps(body), headers={
+            "content-type": "application/json", "x-emulator-output-tokens": str(out), **(headers or {})}) as resp:
         if resp.status != 200:
             await resp.read()
             return resp.status, "", 0.0
@@ -150,26 +155,122 @@ async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], ou
     return 200, "".join(parts), first
 
 
-async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl: Workload,
-                  concurrency: int, params: dict[str, Any]) -> Result:
-    from gateway.config import RoutingConfig
-    from gateway.routing.pool import ReplicaPool
-    from gateway.routing.router import Router
+class DirectTarget:
+    """The router in this process; each request streamed straight to the chosen replica."""
+
+    def __init__(self, http: aiohttp.ClientSession, urls: list[str], routing: Any) -> None:
+        from gateway.routing.pool import ReplicaPool
+        from gateway.routing.router import Router
+        from gateway.stores.memory import MemoryStore
+
+        self.http = http
+        self.router = Router(ReplicaPool(urls, routing=routing, session=http), store=MemoryStore())
+
+    async def start(self) -> None:
+        await self.router.start()
+
+    async def stop(self) -> None:
+        await self.router.stop()
+
+    async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
+        from gateway.routing.sessions import session_key
+
+        router = self.router
+        replica = (await router.decide(router.request(body, session_key(body)))).replica
+        router.begin(replica)
+        try:
+            status, text, first = await _send(self.http, replica.base_url, body, out)
+        except aiohttp.ClientError:
+            status, text, first = 599, "", 0.0
+        router.end(replica, ok=status == 200, status=status)
+        return status, text, first
+
+
+class GatewayTarget:
+    """The whole gateway (route stage only, wired as the app wires it) on a loopback port in a thread."""
+
+    KEY = "bench-routing-key"
+
+    def __init__(self, http: aiohttp.ClientSession, urls: list[str], routing: Any, folder: Path) -> None:
+        self.http, self.urls, self.routing, self.folder = http, urls, routing, folder
+
+    def _start(self) -> None:
+        from gateway.app import create_app
+        from gateway.assembly import build_components
+        from gateway.config import Settings
+        from gateway.localrun import UvicornThread, write_policies
+        from gateway.routing import ReplicaPool, Router, RouteStage
+        from gateway.stores import open_store
+
+        write_policies(self.folder / "policies", {"bench": {"key": self.KEY}})
+        settings = Settings.load(env={}, policies=self.folder / "policies", data_dir=self.folder / "data",
+                                 vllm_endpoints=self.urls, routing=self.routing)
+        store = open_store(settings)
+        router = Router(ReplicaPool.from_settings(settings), settings.routing, store)
+        parts = build_components(settings, store=store, stages=[RouteStage(router)])
+        parts.providers.pool_serves = router.pool.serves
+        parts.gateway.failover = router
+        parts.pool = router.pool
+        self.server = UvicornThread(create_app(settings, parts)).start()
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._start)
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.server.stop)
+
+    async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
+        try:
+            return await _send(self.http, self.server.url + "/v1", body, out,
+                               {"authorization": f"Bearer {self.KEY}"})
+        except aiohttp.ClientError:
+            return 599, "", 0.0
+
+
+def _decisions() -> Counter[str]:
+    from gateway.metrics import ROUTE_DECISIONS
+
+    out: Counter[str] = Counter()
+    for metric in ROUTE_DECISIONS.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total"):
+                out[sample.labels["reason"]] += int(sample.value)
+    return out
+
+
+async def _replica_counts(http: aiohttp.ClientSession, urls: list[str]) -> tuple[float, float, Counter[str]]:
+    """(prefix hits, prefix queries, requests per replica) from the replicas' own /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     from gateway.routing.scrape import parse_metrics
-    from gateway.routing.sessions import session_key
-    from gateway.stores.memory import MemoryStore
+
+    hits = queries = 0.0
+    served: Counter[str] = Counter()
+    for url in urls:
+        async with http.get(url + "/metrics") as resp:
+            text = await resp.text()
+        stats = parse_metrics(text)
+        hits, queries = hits + (stats.hits or 0), queries + (stats.queries or 0)
+        lines = "\n".join(line for line in text.splitlines() if line.startswith("vllm:request_success_total"))
+        served[url] = int(sum(s.value for f in text_string_to_metric_families(lines + "\n") for s in f.samples))
+    return hits, queries, served
+
+
+async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl: Workload,
+                  concurrency: int, params: dict[str, Any], via_gateway: bool, folder: Path) -> Result:
+    from gateway.config import RoutingConfig
 
     for url in urls:  # empty caches and zeroed counters: every policy starts cold
         async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
             resp.raise_for_status()
     routing = RoutingConfig(policy=policy if policy != BOUND else "round_robin", health_interval=1.0,
                             metrics_interval=0.5, params=params)
-    router = Router(ReplicaPool(urls, routing=routing, session=http), store=MemoryStore())
-    await router.start()
+    target: DirectTarget | GatewayTarget = (GatewayTarget(http, urls, routing, folder / policy) if via_gateway
+                                            else DirectTarget(http, urls, routing))
+    await target.start()
+    decided = _decisions()
     queue = list(reversed(wl.sessions))
     ttfts: list[float] = []
-    per_replica: Counter[str] = Counter({r: 0 for r in router.pool.replicas})
-    reasons: Counter[str] = Counter()
     errors = 0
 
     async def worker() -> None:
@@ -179,17 +280,8 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
             messages = list(session.messages)
             for turn in range(1 + len(session.followups)):
                 body = {"model": MODEL, "messages": messages, "stream": True, "max_tokens": wl.output_tokens}
-                t0 = time.perf_counter()
-                decision = await router.decide(router.request(body, session_key(body)))
-                replica = decision.replica
-                reasons[decision.reason] += 1
-                router.begin(replica)
-                try:
-                    status, text, first = await _send(http, replica.base_url, body, wl.output_tokens)
-                except aiohttp.ClientError:
-                    status, text, first = 599, "", 0.0
-                router.end(replica, ok=status == 200, status=status)
-                per_replica[replica.name] += 1
+                t0 = time.perf_counter()  # before the routing decision: its cost is part of TTFT
+                status, text, first = await target.call(body, wl.output_tokens)
                 if status != 200:
                     errors += 1
                     break
@@ -201,13 +293,10 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.perf_counter() - start
-    await router.stop()
-    hits = queries = 0.0
-    for url in urls:
-        async with http.get(url + "/metrics") as resp:
-            stats = parse_metrics(await resp.text())
-        hits, queries = hits + (stats.hits or 0), queries + (stats.queries or 0)
-    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), per_replica, errors, reasons)
+    reasons = _decisions() - decided
+    await target.stop()
+    hits, queries, served = await _replica_counts(http, urls)
+    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons)
 
 
 # ---- replicas -----------------------------------------------------------------------------------------
@@ -272,16 +361,22 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     all_checks: dict[str, bool] = {}
     await asyncio.to_thread(replicas.start)
     connector = aiohttp.TCPConnector(limit=0)
+    scratch = tempfile.TemporaryDirectory(prefix="bench-routing-")
+    folder = Path(scratch.name)
     try:
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
+            how = ("through the gateway (route stage wired as in the app, in a thread of this process)"
+                   if args.via == "gateway" else "driving the router directly (real pool and policies, HTTP to "
+                   "the replicas)")
             print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
                   f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
-                  "clients; the router is driven directly (real pool, policies and HTTP to the replicas)\n")
+                  f"clients; {how}\n", flush=True)
             for wl in chosen:
                 results: dict[str, Result] = {}
                 for policy in [*policies, BOUND]:
                     urls = [replicas.bound_url] if policy == BOUND else replicas.urls
-                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency, orjson.loads(args.params))
+                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency,
+                                                    orjson.loads(args.params), args.via == "gateway", folder)
                 lines, checks = report(wl, results)
                 print("\n".join(lines) + "\n", flush=True)
                 all_checks.update(checks)
@@ -292,6 +387,7 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                                 for p, r in results.items()}
     finally:
         await asyncio.to_thread(replicas.stop)
+        scratch.cleanup()
     for name, ok in all_checks.items():
         print(f"  [{'PASS' if ok else 'FAIL'}] cache_aware {name}")
     figures.update(results=out, checks=all_checks)
@@ -304,11 +400,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workloads", default="a,b,c")
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
-    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--concurrency", type=int, default=24)
     p.add_argument("--replicas", type=int, default=4)
     p.add_argument("--kv-blocks", type=int, default=3072, help="KV capacity of each replica, 16-token blocks")
     p.add_argument("--max-num-seqs", type=int, default=8)
     p.add_argument("--latency", default="realistic", help="emulator latency preset or spec")
+    p.add_argument("--via", choices=("gateway", "router"), default="gateway",
+                   help="through the whole gateway (default) or driving the router directly")
     p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", default=None, help="also write the figures to this file")

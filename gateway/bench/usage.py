@@ -44,7 +44,8 @@ _USAGE = {
                                               "candidatesTokenCount": 40, "thoughtsTokenCount": 120,
                                               "totalTokenCount": 5370}),
     "openai_responses": ("openai", "gpt-5.6", {
-        "input_tokens": 9000, "output_tokens": 50, "total_tokens": 9050, "output_tokens_details": {"reasoning_tokens": 0},
+        "input_tokens": 9000, "output_tokens": 50, "total_tokens": 9050,
+        "output_tokens_details": {"reasoning_tokens": 0},
         "input_tokens_details": {"cached_tokens": 4000, "cache_write_tokens": 3000}}),
 }
 

@@ -26,7 +26,7 @@ from gateway.answer import Answer, Event, Finish, Start
 from gateway.cache import entry as entries
 from gateway.cache.key import cache_key, entry_key, lock_key, unreplayable
 from gateway.cache.purge import purge
-from gateway.cache.singleflight import Flight, LocalFlights, ReplicaLock, wait_for_remote
+from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
 from gateway.context import RequestContext
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
@@ -192,12 +192,19 @@ class ResponseCacheStage(Stage):
         saved: dict[str, Any] = {"layer": LAYER, "coalesced": True, "usage_raw": {},
                                  "provider": ctx.provider, "model": ctx.model}
         ctx.record["saved_from"] = saved
-        async for event in flight.subscribe(self.idle_timeout):
-            if isinstance(event, Start) and event.model:
-                saved["model"] = event.model
-            elif isinstance(event, Finish):
-                saved["usage_raw"] = event.usage_raw
-            yield event
+        try:
+            async for event in flight.subscribe(self.idle_timeout):
+                if isinstance(event, Start) and event.model:
+                    saved["model"] = event.model
+                elif isinstance(event, Finish):
+                    saved["usage_raw"] = event.usage_raw
+                yield event
+        except LeaderFailed as exc:
+            # The feed ends without a Finish: the handler tells the client in its protocol's
+            # in-stream error shape (and nothing is stored or counted as saved).
+            log.info("single-flight leader failed mid-stream", extra={"request_id": ctx.request_id,
+                                                                      "error": str(exc)})
+            ctx.record.pop("saved_from", None)
 
     async def _get(self, key: str) -> bytes | None:
         try:

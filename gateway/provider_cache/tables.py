@@ -98,8 +98,8 @@ def fallback_prices(vendor: str, model: str) -> CachePrices:
     if vendor == "openai" and gpt_breakpoints(model):
         read, write = 0.1, 1.25
     storage = 0.0
-    if vendor == "gemini":
-        storage = 4.5e-6 if "pro" in model else 1.0e-6
+    if vendor == "gemini":  # list prices: storage $4.50 (Pro) / $1.00 (Flash) per M token-hours, input $1.25 / $0.30
+        storage = (4.5 / 1.25 if "pro" in model else 1.0 / 0.30) * _NOMINAL
     return CachePrices(_NOMINAL, read * _NOMINAL, write * _NOMINAL, write_long * _NOMINAL, storage, "ratios")
 
 

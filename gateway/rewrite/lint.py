@@ -262,7 +262,8 @@ def _template_row(template: str, recs: list[Mapping[str, Any]], book: Any) -> di
     if len(prefixes) > max(3, n // 10):
         findings.append({"pattern": "per_user_before_shared",
                          "detail": f"{len(prefixes)} distinct stable prefixes in {n} requests",
-                         "usd_per_1000": mean_prefix * gain * (1 - len(prefixes) / n)})
+                         # with one shared prefix, n − 1 requests would read it; with d, only n − d do
+                         "usd_per_1000": mean_prefix * gain * (len(prefixes) - 1) / n})
     if skip_min:
         findings.append({"pattern": "prefix_under_minimum", "detail": f"{skip_min}/{n} requests under the minimum",
                          "usd_per_1000": mean_prefix * gain * skip_min / n})

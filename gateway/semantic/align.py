@@ -43,6 +43,7 @@ def damerau1(a: str, b: str) -> int:
     return prev[lb]
 
 
+@lru_cache(maxsize=65536)
 def same_word(a: Token, b: Token) -> bool:
     """True when `a` and `b` are the same word spelled differently (never for numbers or Chinese)."""
     if a.text == b.text:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Any
 
 from gateway.semantic.align import Alignment, align
@@ -116,6 +117,12 @@ def decide(cached: str, query: str, similarity: float, threshold: float,
     return Verdict(True, "hit", similarity)
 
 
+def warm_up() -> None:
+    """Load the word lists and the pinyin table (blocking: call it from a worker thread)."""
+    decide("怎么修改登陆密码？", "怎么修改登录密码？", 1.0, 0.5)
+    decide("How do I chnage my password?", "How do I change my password?", 1.0, 0.5)
+
+
 def _quotes_agree(a: Analysis, b: Analysis) -> bool:
     """Every quoted string, identifier, URL or path of one question appears in the other."""
     ta, tb = a.text.lower(), b.text.lower()
@@ -128,17 +135,24 @@ def _opposites(a: Analysis, b: Analysis) -> bool:
             ax, ay, bx, by = x in a.text, y in a.text, x in b.text, y in b.text
             if (ax and not ay and by and not bx) or (ay and not ax and bx and not by):
                 return True
-    wa, wb = _word_set(a), _word_set(b)
-    for x, y in EN_ANTONYMS:
-        ax, ay, bx, by = x in wa, y in wa, x in wb, y in wb
-        if (ax and not ay and by and not bx) or (ay and not ax and bx and not by):
-            return True
+    wa, wb = _word_set(a.text), _word_set(b.text)
+    for word in wa ^ wb:  # a word on one side only; its opposite on the other side only?
+        for other in _EN_OPPOSITE.get(word, ()):
+            if (other in wa) != (other in wb) and (other in wa) != (word in wa):
+                return True
     return False
 
 
-def _word_set(a: Analysis) -> set[str]:
-    raws = [t.raw for t in a.tokens]
-    return set(raws) | {f"{x} {y}" for x, y in itertools.pairwise(raws)}
+_EN_OPPOSITE: dict[str, list[str]] = {}
+for _x, _y in EN_ANTONYMS:
+    _EN_OPPOSITE.setdefault(_x, []).append(_y)
+    _EN_OPPOSITE.setdefault(_y, []).append(_x)
+
+
+@lru_cache(maxsize=8192)
+def _word_set(text: str) -> frozenset[str]:
+    raws = [t.raw for t in analyze(text).tokens]
+    return frozenset(raws) | {f"{x} {y}" for x, y in itertools.pairwise(raws)}
 
 
 def _exclusive(a: Analysis, b: Analysis, groups: Sequence[Sequence[str]]) -> bool:

@@ -52,7 +52,7 @@ _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th)$")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     text: str  # normalised, stemmed: what is compared
     raw: str  # lower-case surface form
@@ -79,6 +79,7 @@ class Analysis:
         return [t for t in self.tokens if not t.stop and not t.neg]
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light English suffix stripper: enough to match `refunds`/`refunded`/`refundable`."""
     w = word
@@ -162,16 +163,22 @@ def _en_numbers(text: str) -> str:
     return _EN_NUM_RUN.sub(repl, text)
 
 
-def _split_latin(piece: str) -> list[str]:
+_SEP = re.compile(r"[_-]+")
+_DOTTED = re.compile(r"[A-Za-z]+(?:\.[A-Za-z]+)+")
+_PARTS = re.compile(r"\d+(?:st|nd|rd|th)\b|\d+(?:\.\d+)*|[A-Za-z]+|[$%]")
+
+
+@lru_cache(maxsize=65536)
+def _split_latin(piece: str) -> tuple[str, ...]:
     """`base_url` → base, url; `node.js` → nodejs; `v0.28` → v, 0.28; `Win10` → Win, 10; `1,000` handled earlier."""
     parts: list[str] = []
-    for chunk in re.split(r"[_-]+", piece):
+    for chunk in _SEP.split(piece):
         if not chunk:
             continue
-        if re.fullmatch(r"[A-Za-z]+(?:\.[A-Za-z]+)+", chunk):
+        if _DOTTED.fullmatch(chunk):
             chunk = chunk.replace(".", "")
-        parts.extend(x for x in re.findall(r"\d+(?:st|nd|rd|th)\b|\d+(?:\.\d+)*|[A-Za-z]+|[$%]", chunk) if x)
-    return parts
+        parts.extend(x for x in _PARTS.findall(chunk) if x)
+    return tuple(parts)
 
 
 @lru_cache(maxsize=4096)
@@ -212,6 +219,7 @@ def analyze(text: str) -> Analysis:
                     frozenset(t.text for t in tokens))
 
 
+@lru_cache(maxsize=65536)
 def _latin_token(orig: str, low: str, lang: str, compound: bool, sentence_start: bool) -> Token:
     if _NUMBER.match(low) or _ORDINAL.match(low):
         value = _ORDINAL.sub(r"\1", low)

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
 from gateway.semantic.embedder import Embedder, backend_from_settings
-from gateway.semantic.guard import cosine_for, decide, similarity
+from gateway.semantic.guard import cosine_for, decide, similarity, warm_up
 from gateway.semantic.key import context_hash, skip_reason
 from gateway.semantic.options import SemanticOptions
 from gateway.semantic.store import Entry, Scope, VectorStore, collection_name
@@ -103,6 +103,8 @@ class SemanticCacheStage(Stage):
         except Exception as exc:  # no model, no layer: requests still go through (fail-open)
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
             return
+        # load the guard's word lists and the pinyin table now, not on the first request
+        await asyncio.get_running_loop().run_in_executor(None, warm_up)
         if self.store is None:
             self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         await self._ensure_open()
@@ -187,24 +189,39 @@ class SemanticCacheStage(Stage):
         if ctx.no_cache:  # a fresh answer is wanted: no lookup, still stored
             CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
             return None
-        raw_threshold = cosine_for(policy.threshold, self.anchor)
+        scope = Scope(ctx.tenant, digest, policy.version, self.clock())
         try:
-            state.vector = await asyncio.wait_for(self.embedder.embed(question), self.options.embed_timeout)
-            assert self.store is not None
-            scope = Scope(ctx.tenant, digest, policy.version, self.clock())
-            floor = raw_threshold - self.options.guard.same_content_margin
-            candidates = await self.store.search(scope, state.vector, self.options.top_k, floor)
-        except GatewayError:
-            raise
+            found = await self.lookup(scope, question, policy.threshold, asked, policy.exclusive_terms, state)
         except Exception as exc:
             CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
             self._warn("semantic cache lookup failed; treated as a miss", exc, ctx)
             return None
+        if state.detail.get("rejected"):
+            ctx.record["semantic_rejected"] = state.detail["rejected"]
+        if found is None:
+            CACHE_LOOKUPS.labels(layer=LAYER, result="miss").inc()
+            return None
+        answer, cosine = found
+        CACHE_LOOKUPS.labels(layer=LAYER, result="hit").inc()
+        return self._hit(ctx, state, answer, cosine)
+
+    async def lookup(self, scope: Scope, question: str, threshold: float, asked: float,
+                     exclusive_terms: Sequence[Sequence[str]] = (), state: _State | None = None,
+                     ) -> tuple[Answer, float] | None:
+        """Embed, search inside `scope`, run the decision on the candidates best first: the first
+        accepted one's answer and cosine, or None. Raises when the embedder or the store fails."""
+        raw_threshold = cosine_for(threshold, self.anchor)
+        vector = await asyncio.wait_for(self.embedder.embed(question), self.options.embed_timeout)
+        if state is not None:
+            state.vector = vector
+        if self.store is None:
+            raise RuntimeError("the semantic cache store is not open")
+        floor = raw_threshold - self.options.guard.same_content_margin
+        candidates = await self.store.search(scope, vector, self.options.top_k, floor)
         rejected: list[str] = []
         for cand in candidates:
-            verdict = decide(cand.question, question, cand.score, raw_threshold, policy.exclusive_terms,
-                             self.options.guard)
-            if verdict.hit and asked > policy.threshold and similarity(cand.score, self.anchor) < asked:
+            verdict = decide(cand.question, question, cand.score, raw_threshold, exclusive_terms, self.options.guard)
+            if verdict.hit and asked > threshold and similarity(cand.score, self.anchor) < asked:
                 verdict = replace(verdict, hit=False, reason="below_requested_threshold")
             if not verdict.hit:
                 rejected.append(verdict.reason)
@@ -212,13 +229,11 @@ class SemanticCacheStage(Stage):
             try:
                 answer = cand.answer()
             except (BadEntry, KeyError, ValueError) as exc:
-                self._warn("semantic cache entry unreadable; skipped", exc, ctx)
+                self._warn("semantic cache entry unreadable; skipped", exc)
                 continue
-            CACHE_LOOKUPS.labels(layer=LAYER, result="hit").inc()
-            return self._hit(ctx, state, answer, cand.score)
-        CACHE_LOOKUPS.labels(layer=LAYER, result="miss").inc()
-        if rejected:
-            ctx.record["semantic_rejected"] = rejected
+            return answer, cand.score
+        if state is not None and rejected:
+            state.detail["rejected"] = rejected
         return None
 
     def _hit(self, ctx: RequestContext, state: _State, answer: Answer, cosine: float) -> Hit:

@@ -124,13 +124,15 @@ class MemoryStore(KVStore):
     # ---- sets ---------------------------------------------------------------------------------
     async def sadd(self, key: str, *members: str) -> int:
         self._alive(key)
+        if not members:  # an empty set must not come to exist (Redis has no empty sets)
+            return 0
         members_set = self._sets.setdefault(key, set())
         before = len(members_set)
         members_set.update(members)
         return len(members_set) - before
 
     async def srem(self, key: str, *members: str) -> int:
-        if not self._alive(key):
+        if not self._alive(key) or key not in self._sets:  # absent, or not a set
             return 0
         members_set = self._sets[key]
         before = len(members_set)

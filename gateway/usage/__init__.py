@@ -3,6 +3,6 @@ map, buffered writes to the shared store, Prometheus counters, admin API, report
 
 Modules: `normalize` (vendor usage → neutral counts), `pricing` (prices and cost formulas),
 `record` (the usage record of a finished request), `recorder` (buffer + background flush),
-`stage` (the pipeline stage), `query` (totals and aggregates), `api` (admin routes and the
-dashboard), `report` (the `report` command), `breakeven`, `serving` (vLLM prefix hit rate).
+`stage` (the pipeline stage), `keys` (store layout), `query` (totals and aggregates), `api` (admin
+routes and the dashboard), `report` (the `report` command), `breakeven` (per-template verdict).
 """

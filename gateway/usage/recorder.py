@@ -22,7 +22,8 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import orjson
 
@@ -34,6 +35,7 @@ from gateway.usage.record import UsageRecord
 log = logging.getLogger("gateway.usage.recorder")
 
 LOG_CHUNK = 500  # records per LPUSH: keeps each call well inside the store timeout
+WRITE_CONCURRENCY = 16  # store calls in flight per flush (the Redis pool holds 64 connections)
 
 
 def _json_default(value: object) -> object:
@@ -58,6 +60,7 @@ class UsageRecorder:
         self._ttl: dict[str, float | None] = {}
         self._sets: dict[str, set[str]] = {}
         self._meta: dict[str, dict[str, str]] = {}
+        self._meta_written: dict[str, dict[str, str]] = {}  # skip rewriting unchanged metadata
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -165,29 +168,56 @@ class UsageRecorder:
                     metrics.USAGE_DROPPED.inc(over)
 
     async def _write(self) -> bool:
-        try:
-            # Aggregates first: they are what the admin totals and the report read.
-            for key in list(self._incr):
-                await self.store.hincr(key, self._incr[key], self._ttl.get(key))
-                del self._incr[key]
-                self._ttl.pop(key, None)
-            for key in list(self._sets):
-                await self.store.sadd(key, *sorted(self._sets[key]))
-                del self._sets[key]
-            for key in list(self._meta):
-                await self.store.hset(key, self._meta[key])
-                del self._meta[key]
-            for key in list(self._logs):
-                queue = self._logs[key]
-                while queue:
-                    chunk = [queue[i] for i in range(min(LOG_CHUNK, len(queue)))]
-                    # LPUSH makes the last pushed the head: the log reads newest first.
-                    await self.store.log_append(key, chunk, self.max_records)
-                    for _ in chunk:
-                        queue.popleft()
-                del self._logs[key]
-        except StoreUnavailable as exc:
+        # Aggregates, index sets and metadata first (what the totals and the report read), then the
+        # logs. Keys are written concurrently (a few at a time): each call is one round trip.
+        results = await self._each([self._write_incr(k) for k in list(self._incr)]
+                                   + [self._write_set(k) for k in list(self._sets)]
+                                   + [self._write_meta(k) for k in list(self._meta)])
+        if results:
+            results = await self._each([self._write_log(k) for k in list(self._logs)])
+        if not results:
             metrics.USAGE_FLUSH_FAILURES.inc()
-            log.warning("usage flush deferred: store unavailable", extra={"error": str(exc), "pending": self.pending})
-            return False
-        return True
+        return results
+
+    async def _each(self, calls: list[Coroutine[Any, Any, None]]) -> bool:
+        gate = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+        async def run(call: Coroutine[Any, Any, None]) -> None:
+            async with gate:
+                await call
+
+        outcomes = await asyncio.gather(*(run(c) for c in calls), return_exceptions=True)
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        for exc in failed:
+            if not isinstance(exc, StoreUnavailable):
+                raise exc
+        if failed:
+            log.warning("usage flush deferred: store unavailable",
+                        extra={"error": str(failed[0]), "pending": self.pending})
+        return not failed
+
+    async def _write_incr(self, key: str) -> None:
+        await self.store.hincr(key, self._incr[key], self._ttl.get(key))
+        del self._incr[key]
+        self._ttl.pop(key, None)
+
+    async def _write_set(self, key: str) -> None:
+        await self.store.sadd(key, *sorted(self._sets[key]))
+        del self._sets[key]
+
+    async def _write_meta(self, key: str) -> None:
+        meta = self._meta[key]
+        if self._meta_written.get(key) != meta:
+            await self.store.hset(key, meta)
+            self._meta_written[key] = meta
+        del self._meta[key]
+
+    async def _write_log(self, key: str) -> None:
+        queue = self._logs[key]
+        while queue:
+            chunk = [queue[i] for i in range(min(LOG_CHUNK, len(queue)))]
+            # LPUSH makes the last pushed the head: the log reads newest first.
+            await self.store.log_append(key, chunk, self.max_records)
+            for _ in chunk:
+                queue.popleft()
+        del self._logs[key]

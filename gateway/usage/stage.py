@@ -14,6 +14,7 @@ from typing import Any
 from gateway import metrics
 from gateway.context import RequestContext
 from gateway.pipeline import Stage
+from gateway.stores import open_store
 from gateway.stores.base import KVStore
 from gateway.usage import pricing
 from gateway.usage.pricing import PriceBook
@@ -21,16 +22,27 @@ from gateway.usage.record import RecordBuilder, UsageRecord, storage_record
 from gateway.usage.recorder import UsageRecorder
 
 
+# The background flush writes through its own Redis pool with a longer per-call timeout than the
+# request path's `store_timeout` (0.1 s): a write that times out after Redis applied it is retried
+# and counted twice, and nothing waits on these writes, so they trade fail-fast for exactness.
+FLUSH_STORE_TIMEOUT = 2.0
+
+
 class UsageStage(Stage):
     name = "usage"
 
     def __init__(self, settings: Any, store: KVStore, *, prices: PriceBook | None = None,
-                 recorder: UsageRecorder | None = None, enabled: bool = True) -> None:
+                 recorder: UsageRecorder | None = None, flush_store: KVStore | None = None,
+                 enabled: bool = True) -> None:
         self.settings = settings
         self.prices = prices or PriceBook(settings)
+        self._own_store: KVStore | None = None
+        if flush_store is None and recorder is None and getattr(settings, "redis_url", None):
+            flush_store = self._own_store = open_store(settings.model_copy(
+                update={"store_timeout": max(settings.store_timeout, FLUSH_STORE_TIMEOUT)}))
         usage_cfg = getattr(settings, "usage", None)
         self.recorder = recorder or UsageRecorder(
-            store,
+            flush_store or store,
             flush_interval=getattr(usage_cfg, "flush_interval", 0.5),
             max_records=getattr(usage_cfg, "max_records", 100_000),
         )
@@ -45,6 +57,8 @@ class UsageStage(Stage):
 
     async def stop(self) -> None:
         await self.recorder.stop()
+        if self._own_store is not None:
+            await self._own_store.close()
 
     async def after(self, ctx: RequestContext) -> None:
         if self.enabled:

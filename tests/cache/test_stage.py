@@ -379,3 +379,28 @@ async def test_cancelled_leader_releases_its_followers(tenant: str) -> None:
     assert await asyncio.wait_for(follower, 2) is None  # released: it went on as its own request
     await stage.after(follower_ctx)
     await other_replica.release()
+
+
+async def test_stream_follower_of_a_leader_that_breaks_mid_stream_ends_without_finish(tenant: str) -> None:
+    stage = ResponseCacheStage(open_store(Settings()))
+    leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
+    assert await stage.before(leader) is None
+    for tap in leader.scratch[EVENT_TAPS]:
+        tap(Start(model="gpt-4o-mini"))
+        tap(TextDelta("two "))
+    follower_ctx = make_ctx(dict(BODY), tenant=tenant, stream=True)
+    hit = await stage.before(follower_ctx)
+    assert hit is not None and hit.status == "miss" and hit.events is not None
+    got = []
+
+    async def read() -> None:
+        async for event in hit.events:  # type: ignore[union-attr]
+            got.append(event)
+
+    reader = asyncio.create_task(read())
+    await asyncio.sleep(0.01)
+    leader.error = "incomplete"  # the upstream stream was cut
+    await stage.after(leader)
+    await asyncio.wait_for(reader, 1)  # ends, without raising into the handler
+    assert got == [Start(model="gpt-4o-mini"), TextDelta("two ")]
+    assert "saved_from" not in follower_ctx.record

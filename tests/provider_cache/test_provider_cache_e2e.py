@@ -189,12 +189,12 @@ def test_anthropic_breakpoints_bounded_client_markers_kept(gw: Gateway, emu: Emu
 
 
 def generate(gw: Gateway, tenant: str, i: int, question: str = "What does rule 7 say?",
-             url: str | None = None) -> Any:
+             url: str | None = None, extra: str = "") -> Any:
     client = genai.Client(api_key=KEYS[tenant], http_options=genai_types.HttpOptions(base_url=url or gw.url))
     try:
         return client.models.generate_content(
             model="gemini-2.5-flash", contents=question,
-            config=genai_types.GenerateContentConfig(system_instruction=system(i)))
+            config=genai_types.GenerateContentConfig(system_instruction=system(i) + extra))
     finally:
         client.close()
 
@@ -229,23 +229,26 @@ def test_gemini_cache_created_once_referenced_recreated_purged(gw: Gateway, emu:
 
 
 def test_usage_records_carry_the_decisions(gw: Gateway, emu: EmulatorSet) -> None:
-    chat(gw, "on", "gpt-4o", conversation(30, turns=2))
-    generate(gw, "on", 31)
+    with openai.OpenAI(base_url=gw.url + "/v1", api_key=KEYS["on"], max_retries=0) as client:
+        raw = client.chat.completions.with_raw_response.create(model="gpt-4o",
+                                                               messages=conversation(30, turns=2))  # type: ignore[arg-type]
+    gem_resp = generate(gw, "on", 31, extra=" Records test.")  # a template of its own: no history
+    ids = {raw.headers["x-gateway-request-id"]: "openai",
+           gem_resp.sdk_http_response.headers["x-gateway-request-id"]: "gemini"}
     deadline = time.monotonic() + 15
-    found: list[dict[str, Any]] = []
+    found: dict[str, dict[str, Any]] = {}
     while time.monotonic() < deadline and len(found) < 2:
         time.sleep(0.2)  # the usage recorder flushes in the background
-        newest = gw.server.call(records(gw.parts.store, "on", 10))
-        found = [r for r in newest if r.get("provider") in ("openai", "gemini")][:2]
-    gem, oai = found
-    print([(r["provider"], r["model"], r["prompt_cache_key"], r["details"]) for r in found])
+        found = {ids[r["request_id"]]: r for r in gw.server.call(records(gw.parts.store, "on", 50))
+                 if r["request_id"] in ids}
+    oai, gem = found["openai"], found["gemini"]
     assert oai["prompt_cache_key"].startswith("gw-")
     assert oai["prompt_template_id"].startswith("prefix:")
     assert oai["details"]["provider_cache"]["decision"] == "key"
     assert oai["details"]["rewrite"]["moved"][0]["kind"] == "datetime"
-    assert gem["details"]["provider_cache"]["decision"] in ("create", "reuse")
-    if gem["details"]["provider_cache"]["decision"] == "create":
-        assert gem["storage_cost_usd"] > 0
+    assert gem["details"]["provider_cache"]["decision"] == "create"
+    assert gem["details"]["provider_cache"]["breakeven"]["expected_reuses"] == 10  # the policy's prior
+    assert gem["storage_cost_usd"] > 0 and gem["cached_input_tokens"] > 2000
 
 
 # ---- two gateway processes, one Redis -----------------------------------------------------------

@@ -45,6 +45,9 @@ def ctx_for(settings: Settings, tenant: str, body: dict[str, Any], protocol: str
     return ctx
 
 
+EXPECTS_REUSE = {"enabled": True, "min_expected_reuses": 10}  # a tenant that knows its prefix is re-used
+
+
 def decisions(provider: str, decision: str) -> float:
     return metrics.PROVIDER_CACHE_DECISIONS.labels(provider, decision)._value.get()
 
@@ -106,7 +109,7 @@ async def test_dead_store_fails_open(emu: EmulatorSet, tenant: str) -> None:
     await run(stage, ctx)
     assert time.perf_counter() - started < 1.0
     assert ctx.record["provider_cache"]["decision"] == "cache_5m"  # decided from the priors
-    gctx = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini={"enabled": True})
+    gctx = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini=EXPECTS_REUSE)
     await run(stage, gctx)
     assert "cachedContent" not in gctx.upstream_body  # no shared lock, so no creation: plain request
     await stage.stop()
@@ -118,7 +121,7 @@ async def test_gemini_create_reference_recover_purge(emu: EmulatorSet, kv: KVSto
     stage = ProviderCacheStage(settings, kv)
     assert stage.counter.load()  # what start() does, minus litellm's price map (list-price ratios here)
     try:
-        ctx = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini={"enabled": True})
+        ctx = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini=EXPECTS_REUSE)
         await run(stage, ctx)
         rec = ctx.record["provider_cache"]
         assert rec["decision"] == "create" and emu.calls("gemini.cachedContents.create") == 1
@@ -127,7 +130,7 @@ async def test_gemini_create_reference_recover_purge(emu: EmulatorSet, kv: KVSto
         assert ctx.upstream_path.startswith("/v1beta/models/gemini-2.5-flash:")
         assert ctx.record["storage_cost_usd"] > 0 and ctx.record["provider_cache"]["breakeven"]["cache"]
         # the next request references it without creating
-        ctx2 = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini={"enabled": True})
+        ctx2 = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini=EXPECTS_REUSE)
         await run(stage, ctx2)
         assert ctx2.record["provider_cache"]["decision"] == "reuse"
         assert ctx2.upstream_body["cachedContent"] == rec["cache_name"]
@@ -140,7 +143,7 @@ async def test_gemini_create_reference_recover_purge(emu: EmulatorSet, kv: KVSto
         # purge: deleted upstream and forgotten
         assert await stage.purge(tenant, None) == 1
         assert emu.vendors.gemini.caches.list("AIza-gw") == []
-        ctx3 = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini={"enabled": True})
+        ctx3 = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini=EXPECTS_REUSE)
         await run(stage, ctx3)
         assert ctx3.record["provider_cache"]["decision"] == "create"
     finally:
@@ -173,4 +176,23 @@ async def test_vllm_and_deepseek_get_no_provider_fields(emu: EmulatorSet, kv: KV
     await run(stage, ctx)
     assert "prompt_cache_key" not in ctx.upstream_body and "provider_cache" not in ctx.record
     assert "rewrite" in ctx.record
+    await stage.stop()
+
+
+async def test_gemini_creation_waits_until_observed_reuse_pays(emu: EmulatorSet, kv: KVStore, tenant: str) -> None:
+    now = [emu.clock.now()]
+    settings = settings_for(emu)
+    stage = ProviderCacheStage(settings, kv, clock=lambda: now[0])
+    seen = []
+    for _ in range(7):
+        ctx = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini={"enabled": True})
+        await run(stage, ctx)
+        await stage.stats.drain()
+        seen.append(ctx.record["provider_cache"]["decision"])
+        now[0] += 30.0  # one request every 30 s
+    # an hour of storage costs ~3.3 inputs: not worth it on the prior of 2 reuses, worth it once
+    # four sightings 30 s apart were seen
+    assert seen[:4] == ["skip_breakeven"] * 4
+    assert seen[4] == "create" and seen[5:] == ["reuse", "reuse"]
+    assert emu.calls("gemini.cachedContents.create") == 1
     await stage.stop()

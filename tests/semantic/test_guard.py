@@ -70,7 +70,8 @@ def test_rewordings_pass(cached: str, query: str) -> None:
 def test_known_limit_a_synonym_swapped_into_a_near_copy_is_rejected() -> None:
     """Precision first: without a synonym lexicon a one-word synonym in an otherwise identical
     question looks exactly like a one-slot edit, so it misses (docs/semantic-cache.md)."""
-    assert verdict("How many seats are in the Team plan?", "What's the number of seats in the Team plan?") == "slot_edit"
+    cached, query = "How many seats are in the Team plan?", "What's the number of seats in the Team plan?"
+    assert verdict(cached, query) == "slot_edit"
 
 
 def test_threshold_is_the_first_stage() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.semantic.key import context_hash, excluded, skip_reason
+
 from ._helpers import chat, make_ctx, policy
 
 EMB = ("use-multilingual-v3", 512)

@@ -64,7 +64,8 @@ def test_spelling_variants() -> None:
 
 
 def test_alignment_counts_changed_places() -> None:
-    one = align(analyze("How do I archive a project in the web app?"), analyze("How do I rename a project in the web app?"))
+    one = align(analyze("How do I archive a project in the web app?"),
+                analyze("How do I rename a project in the web app?"))
     assert [t.text for t in one.unmatched_a] == ["archiv"] and one.changed_blocks == 1 and one.ratio > 0.8
     acronym = align(analyze("What is the requests per minute limit?"), analyze("What is the RPM limit?"))
     assert not acronym.unmatched_a and not acronym.unmatched_b

@@ -136,3 +136,11 @@ async def test_scan_walks_many_keys(store: KVStore, k: Key) -> None:
 
 async def test_ping(store: KVStore) -> None:
     assert await store.ping() is True
+
+
+async def test_set_edge_cases(store: KVStore, k: Key) -> None:
+    assert await store.sadd(k("s")) == 0
+    assert await store.smembers(k("s")) == set()
+    assert [key async for key in store.scan(k("s"))] == []  # no empty set was created
+    assert await store.sadd(k("s2"), "x") == 1
+    assert await store.srem(k("s2")) == 0

@@ -84,3 +84,10 @@ async def test_full_redis_is_a_command_error(own_redis) -> None:  # type: ignore
 def test_glob_escape() -> None:
     assert glob_escape("gw:rc:{acme}:") == "gw:rc:{acme}:"
     assert glob_escape("a*b?[c]\\") == "a\\*b\\?\\[c\\]\\\\"
+
+
+def test_batches_get_more_time_but_never_more_than_the_cap() -> None:
+    store = RedisStore("redis://127.0.0.1:1/0", timeout=0.1, max_extra=1.0)
+    assert store.deadline() == pytest.approx(0.1)
+    assert store.deadline(501) == pytest.approx(0.2)  # 0.2 ms per extra item
+    assert store.deadline(1_000_000) == pytest.approx(1.1)

@@ -29,7 +29,7 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[KVStore]:
     if request.param == "memory":
         kv = open_store(Settings())
     else:
-        kv = open_store(Settings(redis_url=request.getfixturevalue("redis_server").url))
+        kv = open_store(Settings(redis_url=request.getfixturevalue("redis_server").url, store_timeout=2.0))
     try:
         yield kv
     finally:

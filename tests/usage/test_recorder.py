@@ -77,7 +77,7 @@ async def test_stop_flushes_everything(book: PriceBook) -> None:
 
 
 async def test_store_outage_keeps_records_and_retries(book: PriceBook, own_redis) -> None:  # type: ignore[no-untyped-def]
-    store = open_store(Settings(redis_url=own_redis.url))
+    store = open_store(Settings(redis_url=own_redis.url, store_timeout=2.0))
     recorder = UsageRecorder(store, flush_interval=3600)
     failures = metrics.USAGE_FLUSH_FAILURES._value.get()
     try:
@@ -100,7 +100,7 @@ async def test_store_outage_keeps_records_and_retries(book: PriceBook, own_redis
 
 
 async def test_full_buffer_drops_oldest_and_counts(book: PriceBook, own_redis) -> None:  # type: ignore[no-untyped-def]
-    store = open_store(Settings(redis_url=own_redis.url))
+    store = open_store(Settings(redis_url=own_redis.url, store_timeout=2.0))
     recorder = UsageRecorder(store, flush_interval=3600, max_pending=5)
     dropped = metrics.USAGE_DROPPED._value.get()
     try:
@@ -121,7 +121,7 @@ async def test_full_buffer_drops_oldest_and_counts(book: PriceBook, own_redis) -
 
 async def test_records_survive_a_gateway_restart(book: PriceBook, redis_server) -> None:  # type: ignore[no-untyped-def]
     tenant = f"t-{uuid.uuid4().hex[:8]}"
-    first = open_store(Settings(redis_url=redis_server.url))
+    first = open_store(Settings(redis_url=redis_server.url, store_timeout=2.0))
     recorder = UsageRecorder(first, flush_interval=3600)
     await recorder.start()
     for rec in _records(book, tenant, 5):
@@ -130,7 +130,7 @@ async def test_records_survive_a_gateway_restart(book: PriceBook, redis_server) 
     await first.close()
 
     # A new process: new connections, a new recorder, nothing in memory.
-    second = open_store(Settings(redis_url=redis_server.url))
+    second = open_store(Settings(redis_url=redis_server.url, store_timeout=2.0))
     try:
         before = await query.totals(second, tenant)
         assert before["requests"] == 5 and before["hits"]["response"] == 1
@@ -146,7 +146,7 @@ async def test_records_survive_a_gateway_restart(book: PriceBook, redis_server) 
 
 async def test_two_replicas_add_into_the_same_totals(book: PriceBook, redis_server) -> None:  # type: ignore[no-untyped-def]
     tenant = f"t-{uuid.uuid4().hex[:8]}"
-    stores = [open_store(Settings(redis_url=redis_server.url)) for _ in range(2)]
+    stores = [open_store(Settings(redis_url=redis_server.url, store_timeout=2.0)) for _ in range(2)]
     recorders = [UsageRecorder(s, flush_interval=0.01) for s in stores]
     try:
         for r in recorders:

@@ -25,7 +25,7 @@ from gateway.usage.stage import UsageStage
 
 
 async def _fill(settings: Settings, book: PriceBook, tenant: str) -> None:
-    store = open_store(settings)
+    store = open_store(settings.model_copy(update={"store_timeout": 2.0}))
     recorder = UsageRecorder(store)
     for _ in range(3):
         for rec in mixed(book, tenant, time.time()):

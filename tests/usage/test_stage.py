@@ -107,3 +107,24 @@ async def test_storage_charge_outside_a_request(book: PriceBook) -> None:
     assert totals["requests"] == 0 and totals["cost_usd"] == pytest.approx(cost)
     assert totals["saved_by_layer"]["provider"] == pytest.approx(-cost)
     assert sample("gateway_cost_usd_total", tenant=tenant, provider="gemini") == pytest.approx(cost)
+
+
+async def test_stage_on_redis_survives_a_restart(book: PriceBook, redis_server) -> None:  # type: ignore[no-untyped-def]
+    from gateway.stores import open_store
+
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    settings = Settings(redis_url=redis_server.url)
+    for run in range(2):  # two gateway lifetimes: start, serve, graceful stop
+        shared = open_store(settings)
+        stage = UsageStage(settings, shared, prices=book)
+        assert stage.recorder.store is not shared  # the flush has its own, patient, pool
+        await stage.start()
+        await stage.after(finished(tenant=tenant, usage=CHAT_USAGE, request_id=f"gw-run{run}"))
+        await stage.stop()
+        await shared.close()
+    reader = open_store(settings)
+    try:
+        assert (await query.totals(reader, tenant))["requests"] == 2
+        assert [r["request_id"] for r in await query.records(reader, tenant, 10)] == ["gw-run1", "gw-run0"]
+    finally:
+        await reader.close()
