@@ -3,6 +3,7 @@ Usage endpoints come from the usage layer's router."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -10,6 +11,7 @@ from fastapi.responses import ORJSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from gateway.auth import check_admin
+from gateway.config import Settings
 
 if TYPE_CHECKING:
     from gateway.assembly import Components
@@ -22,12 +24,18 @@ class PurgeRequest(BaseModel):
     version: str | None = None  # semantic cache: only entries of this knowledge version
 
 
-def admin_router(parts: Components) -> APIRouter:
+def admin_dependency(settings: Settings) -> Callable[[Request], None]:
+    """The FastAPI dependency every admin route uses (raises GatewayError on a missing/bad key)."""
+
     def require_admin(request: Request) -> None:
-        key = parts.settings.admin_key
+        key = settings.admin_key
         check_admin(request.headers, key.get_secret_value() if key else None)
 
-    router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
+    return require_admin
+
+
+def admin_router(parts: Components) -> APIRouter:
+    router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(admin_dependency(parts.settings))])
 
     @router.post("/policies/reload")
     async def reload_policies() -> ORJSONResponse:

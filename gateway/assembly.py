@@ -15,7 +15,9 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.admin import admin_dependency
 from gateway.auth import authenticate
+from gateway.cache.stage import ResponseCacheStage
 from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
 from gateway.errors import GatewayError
@@ -27,13 +29,18 @@ from gateway.policy.registry import PolicyRegistry
 from gateway.protocols.translate import preload as preload_translation
 from gateway.providers import ProviderTable
 from gateway.respond import error_response
+from gateway.semantic import SemanticCacheStage
 from gateway.stores import open_store
 from gateway.stores.base import KVStore
 from gateway.upstream.client import UpstreamClients
+from gateway.usage.api import usage_router
+from gateway.usage.stage import UsageStage
 
 log = logging.getLogger("gateway")
 
 Purger = Callable[[str, str | None], Awaitable[Any]]
+# stage name → the layer name of the admin purge API
+PURGE_LAYERS = {"response_cache": "response", "semantic_cache": "semantic", "provider_cache": "provider"}
 
 
 @dataclass
@@ -100,9 +107,35 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
     store = store or open_store(settings)
     clients = UpstreamClients(settings)
     providers = ProviderTable(settings)
-    layer_stages = stages if stages is not None else []
-    pipeline = Pipeline(layer_stages, on_stage_error=lambda stage, phase: STAGE_ERRORS.labels(stage, phase).inc())
+    layers = Layers(settings, store, clients, providers)
+    pipeline = Pipeline(stages if stages is not None else layers.stages(),
+                        on_stage_error=lambda stage, phase: STAGE_ERRORS.labels(stage, phase).inc())
     gateway = Gateway(settings, registry, providers, pipeline, clients)
     gateway.ownership = CachedContentOwnership(store)
-    return Components(settings=settings, registry=registry, store=store, providers=providers, pipeline=pipeline,
-                      clients=clients, gateway=gateway)
+    parts = Components(settings=settings, registry=registry, store=store, providers=providers, pipeline=pipeline,
+                       clients=clients, gateway=gateway)
+    for stage in pipeline.stages:
+        layer = PURGE_LAYERS.get(stage.name)
+        if layer is not None and hasattr(stage, "purge"):
+            parts.purgers[layer] = stage.purge
+    usage = pipeline.stage("usage")
+    if isinstance(usage, UsageStage):
+        parts.extra_routers.append(usage_router(
+            lambda: parts.store, admin_dependency(settings),
+            admin_key=lambda: settings.admin_key.get_secret_value() if settings.admin_key else None,
+            stage=lambda: usage))
+    return parts
+
+
+class Layers:
+    """The layers in their order. Each is built from settings and the shared parts only."""
+
+    def __init__(self, settings: Settings, store: KVStore, clients: UpstreamClients, providers: ProviderTable) -> None:
+        self.settings, self.store, self.clients, self.providers = settings, store, clients, providers
+
+    def stages(self) -> list[Stage]:
+        return [
+            UsageStage(self.settings, self.store),
+            ResponseCacheStage(self.store),
+            SemanticCacheStage(self.settings),
+        ]

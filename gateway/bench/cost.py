@@ -246,6 +246,13 @@ def _table(groups: dict[tuple[str, str, int], Group]) -> list[str]:
         lines.append(f"| {vendor} | {mode} | {turns} | {g.requests} | {g.prompt} | {share:.1%} | "
                      f"{theoretical(turns):.1%} | {share / theoretical(turns):.2f} | {g.cost:.4f} | "
                      f"{cost_ratio:.2f} | {ttft:.1f} | {ttft / off_ttft:.2f} |")
+    verdicts = []
+    for vendor, mode in sorted({(v, m) for v, m, _ in groups}):
+        long = [g.cached / g.prompt / theoretical(t) for (v, m, t), g in groups.items()
+                if v == vendor and m == mode and t >= 10 and g.prompt]
+        if long:
+            verdicts.append(f"{vendor}/{mode} {'meets' if min(long) >= 0.9 else 'misses'} it (min {min(long):.2f})")
+    lines += ["", "Target, cached share ≥ 0.9 × (T−1)/(T+1) for every T ≥ 10: " + "; ".join(verdicts) + "."]
     return lines
 
 

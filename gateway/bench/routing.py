@@ -97,7 +97,7 @@ def make_workloads(scale: float, seed: int) -> dict[str, Workload]:
     b = [Session([{"role": "system", "content": systems[g]}, {"role": "user", "content": w.text(100)}])
          for g in range(groups) for _ in range(per_group)]
     rng.shuffle(b)
-    c_sessions = agent_sessions(w, rng, max(4, round(32 * scale)))
+    c_sessions = agent_sessions(w, rng, max(4, round(48 * scale)))
     session_requests = sum(1 + len(s.followups) for s in c_sessions)
     one_offs = [Session([{"role": "user", "content": w.text(rng.randint(1000, 3000))}])
                 for _ in range(session_requests // 4)]  # 20% of all requests

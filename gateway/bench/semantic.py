@@ -105,7 +105,8 @@ def _fmt(x: float) -> str:
     return "  -  " if x != x else f"{x:5.3f}"
 
 
-def report(rows: list[dict[str, Any]], hits: np.ndarray, base: np.ndarray, out: Any = sys.stdout) -> dict[str, Any]:
+def report(rows: list[dict[str, Any]], hits: np.ndarray, base: np.ndarray, out: Any = None) -> dict[str, Any]:
+    out = out or sys.stdout
     groups: dict[str, tuple[Counts, Counts]] = defaultdict(lambda: (Counts(), Counts()))
     for r, h, b in zip(rows, hits, base, strict=True):
         reuse = bool(r["reuse"])
@@ -141,7 +142,8 @@ GRID = {
 
 
 def cross_validate(rows: list[dict[str, Any]], sims: np.ndarray, anchor: float, base: GuardParams,
-                   out: Any = sys.stdout) -> list[dict[str, float]]:
+                   out: Any = None) -> list[dict[str, float]]:
+    out = out or sys.stdout
     domains = sorted({r.get("domain", "?") for r in rows})
     if len(domains) < 2:
         print("cross-validation needs at least two domains", file=out)

@@ -242,8 +242,11 @@ class GeminiCaches:
         removed = 0
         for cache_id in ids:
             raw = await self.store.get(handle_key(tenant, cache_id))
-            if raw is not None:
-                rec = orjson.loads(raw)
+            try:
+                rec = orjson.loads(raw) if raw is not None else None
+            except orjson.JSONDecodeError:
+                rec = None
+            if rec is not None:
                 if gateway_fp is not None and rec.get("keyfp") == gateway_fp and gateway_key:
                     status, _ = await self._call("DELETE", rec["base"], f"/{API_VERSION}/{rec['name']}",
                                                  gateway_key, None)

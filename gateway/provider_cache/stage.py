@@ -37,7 +37,7 @@ from gateway.errors import GatewayError
 from gateway.pipeline import Hit, Stage
 from gateway.provider_cache import anthropic, gemini, openai
 from gateway.provider_cache.stats import EMPTY, PrefixStats, StatsStore
-from gateway.provider_cache.tables import CachePrices, min_tokens, prices_for
+from gateway.provider_cache.tables import CachePrices, gpt_breakpoints, min_tokens, prices_for
 from gateway.provider_cache.tokens import TokenCounter, default_counter
 from gateway.rewrite.layout import Layout, module_for
 from gateway.stores.base import KVStore, StoreUnavailable
@@ -163,6 +163,8 @@ class ProviderCacheStage(Stage):
 
     async def _openai(self, ctx: RequestContext, lay: Layout, protocol: str) -> None:
         pol = ctx.policy.provider_cache.openai  # type: ignore[union-attr]
+        if pol.prompt_cache_key == "off" and pol.retention == "unset" and not gpt_breakpoints(ctx.model):
+            return  # nothing to decide: no statistics to read
         _, _, template, conversation = await self._read_stats(ctx, lay)
         original = ctx.upstream_body
         affinity = ctx.session or lay.conversation_hash

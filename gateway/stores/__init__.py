@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.stores.base import KVStore, StoreCommandError, StoreUnavailable
+from gateway.stores.base import KVStore, StoreBusy, StoreCommandError, StoreUnavailable
 
 if TYPE_CHECKING:
     from gateway.config import Settings
 
-__all__ = ["KVStore", "StoreCommandError", "StoreUnavailable", "open_store"]
+__all__ = ["KVStore", "StoreBusy", "StoreCommandError", "StoreUnavailable", "open_store"]
 
 
 def open_store(settings: Settings, memory_max_bytes: int = 256 * 1024 * 1024) -> KVStore:

@@ -26,6 +26,11 @@ class StoreCommandError(StoreUnavailable):
     """
 
 
+class StoreBusy(StoreUnavailable):
+    """This process has no free connection to the store (all in use): says nothing about the
+    store's health, so the circuit breaker counts it neither as a failure nor as a success."""
+
+
 class KVStore(ABC):
     name: str = "kv"
 

@@ -6,7 +6,8 @@ Half-open: after the cool-down one call goes through as a probe while the others
 its success closes the breaker, its failure opens it for another cool-down.
 
 `StoreCommandError` (Redis answered, e.g. `OOM` when full) is passed on without counting: the store
-is reachable and still serves reads. Every failure is counted in `gateway_store_errors_total`.
+is reachable and still serves reads. `StoreBusy` (no free local connection) leaves the state as it
+is. Every failure is counted in `gateway_store_errors_total` (kind: timeout, error, command, busy, open).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from gateway.metrics import STORE_ERRORS
-from gateway.stores.base import KVStore, StoreCommandError, StoreUnavailable
+from gateway.stores.base import KVStore, StoreBusy, StoreCommandError, StoreUnavailable
 
 T = TypeVar("T")
 log = logging.getLogger("gateway.stores")
@@ -62,6 +63,10 @@ class CircuitBreaker(KVStore):
         self._probing = False
 
     def _failed(self, exc: StoreUnavailable) -> None:
+        if isinstance(exc, StoreBusy):
+            STORE_ERRORS.labels(store=self.name, kind="busy").inc()
+            self._probing = False
+            return
         if isinstance(exc, StoreCommandError):
             STORE_ERRORS.labels(store=self.name, kind="command").inc()
             # The store answered: as good as a success for the breaker.

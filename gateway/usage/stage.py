@@ -21,7 +21,6 @@ from gateway.usage.pricing import PriceBook
 from gateway.usage.record import RecordBuilder, UsageRecord, storage_record
 from gateway.usage.recorder import UsageRecorder
 
-
 # The background flush writes through its own Redis pool with a longer per-call timeout than the
 # request path's `store_timeout` (0.1 s): a write that times out after Redis applied it is retried
 # and counted twice, and nothing waits on these writes, so they trade fail-fast for exactness.

@@ -40,9 +40,11 @@ def stack(tmp_path: Path) -> Iterator[tuple[EmulatorSet, Any, openai.OpenAI]]:
         parts.gateway.failover = router
         parts.pool = router.pool
         server = UvicornThread(create_app(settings, parts)).start()
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0)
         try:
-            yield emu, router, openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0)
+            yield emu, router, client
         finally:
+            client.close()
             server.stop()
 
 

@@ -144,14 +144,19 @@ async def test_overload_seen_in_scraped_metrics_breaks_stickiness(fleet: MakeFle
         stage = RouteStage(router)
         system = words("sys", 200)
         home = (await conversation(http, stage, system, 2, session="s1"))[0][0]
-        slow = {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "max_tokens": 400}
-        headers = {"x-emulator-latency": "itl=0.01", "x-emulator-output-tokens": "400"}
-        other = [asyncio.create_task(http.post(replicas.url(home) + "/v1/chat/completions", json=slow,
-                                               headers=headers)) for _ in range(8)]
+        slow = {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "max_tokens": 200}
+        headers = {"x-emulator-latency": "itl=0.003", "x-emulator-output-tokens": "200"}
+
+        async def other_gateway() -> int:
+            async with http.post(replicas.url(home) + "/v1/chat/completions", json=slow, headers=headers) as resp:
+                await resp.read()
+                return resp.status
+
+        other = [asyncio.create_task(other_gateway()) for _ in range(6)]  # 2 running, 4 waiting
         try:
             for _ in range(50):  # until a scrape sees them
                 await asyncio.sleep(0.05)
-                if router.pool.replicas[home].foreign >= 6:
+                if router.pool.replicas[home].foreign >= 5:
                     break
             guarded = sum(ROUTE_DECISIONS.labels("vllm", r, "load_guard")._value.get() for r in router.pool.replicas)
             moved = await conversation(http, stage, system, 2, session="s1")
@@ -159,9 +164,7 @@ async def test_overload_seen_in_scraped_metrics_breaks_stickiness(fleet: MakeFle
             assert sum(ROUTE_DECISIONS.labels("vllm", r, "load_guard")._value.get()
                        for r in router.pool.replicas) == guarded + 1  # moved once, then sticky again
         finally:
-            for task in other:
-                task.cancel()
-            await asyncio.gather(*other, return_exceptions=True)
+            assert await asyncio.gather(*other) == [200] * 6
     finally:
         await router.stop()
 

@@ -102,3 +102,24 @@ async def test_command_errors_do_not_open_the_breaker(own_redis) -> None:  # typ
         await admin._r.config_set("maxmemory", "0")
         await store.close()
         await admin.close()
+
+
+async def test_no_free_connection_is_busy_and_leaves_the_breaker_alone(redis_server) -> None:  # type: ignore[no-untyped-def]
+    from gateway.stores import StoreBusy
+
+    inner = RedisStore(redis_server.url, timeout=1.0, max_connections=2)
+    store = CircuitBreaker(inner, threshold=1, cooldown=30)
+    try:
+        # Two calls hold both connections (BLPOP waits server-side); a third finds none free.
+        blockers = [asyncio.create_task(inner._call(lambda: inner._r.blpop(["busy:none"], timeout=0.3)))
+                    for _ in range(2)]
+        await asyncio.sleep(0.05)
+        busy = _errors("busy")
+        with pytest.raises(StoreBusy):
+            await store.get("k")
+        assert store.state == CLOSED  # not a failure of Redis
+        assert _errors("busy") - busy == 1
+        await asyncio.gather(*blockers)
+        assert await store.get("k") is None  # connections back: works
+    finally:
+        await store.close()
