@@ -27,8 +27,10 @@ from gateway.passthrough import forward
 from gateway.pipeline import Pipeline, Stage
 from gateway.policy.registry import PolicyRegistry
 from gateway.protocols.translate import preload as preload_translation
+from gateway.provider_cache.stage import ProviderCacheStage
 from gateway.providers import ProviderTable
 from gateway.respond import error_response
+from gateway.rewrite.stage import RewriteStage
 from gateway.semantic import SemanticCacheStage
 from gateway.stores import open_store
 from gateway.stores.base import KVStore
@@ -134,8 +136,11 @@ class Layers:
         self.settings, self.store, self.clients, self.providers = settings, store, clients, providers
 
     def stages(self) -> list[Stage]:
+        usage = UsageStage(self.settings, self.store)
         return [
-            UsageStage(self.settings, self.store),
+            usage,
             ResponseCacheStage(self.store),
             SemanticCacheStage(self.settings),
+            RewriteStage(),
+            ProviderCacheStage(self.settings, self.store, clients=self.clients, prices=usage.prices),
         ]

@@ -31,7 +31,7 @@ from gateway.protocols import get_adapter
 from gateway.providers import ProviderTable
 from gateway.request_policy import apply_policy
 from gateway.respond import error_response, respond_hit, respond_upstream
-from gateway.upstream.call import Failover, open_upstream
+from gateway.upstream.call import ErrorHook, Failover, open_upstream
 from gateway.upstream.client import UpstreamClients
 
 log = logging.getLogger("gateway.access")
@@ -84,6 +84,9 @@ class Gateway:
         self._background: set[asyncio.Task[None]] = set()
         self.on_done: list[Callable[[RequestContext], None]] = []
         self.ownership: CachedContentOwnership | None = None
+        # The provider-cache layer repairs a request whose gateway-made vendor cache vanished.
+        hook = pipeline.stage("provider_cache")
+        self.error_hook: ErrorHook | None = hook if hasattr(hook, "on_upstream_error") else None  # type: ignore[assignment]
 
     def new_context(self, request: Request, protocol: str) -> RequestContext:
         return RequestContext(
@@ -111,7 +114,7 @@ class Gateway:
             hit = await self.pipeline.before(ctx)
             if hit is not None:
                 return respond_hit(ctx, hit, self.done)
-            upstream = await open_upstream(ctx, self.clients, self.failover)
+            upstream = await open_upstream(ctx, self.clients, self.failover, error_hook=self.error_hook)
             return await respond_upstream(ctx, upstream, self.done)
         except GatewayError as exc:
             response = error_response(ctx, exc)

@@ -109,7 +109,7 @@ class LoadResult:
         data = sorted(self.latencies if values is None else values)
         if not data:
             return float("nan")
-        return data[min(len(data) - 1, int(round(p / 100 * (len(data) - 1))))]
+        return data[min(len(data) - 1, round(p / 100 * (len(data) - 1)))]
 
 
 Request = Callable[[aiohttp.ClientSession, int], Awaitable[tuple[int, float | None]]]
@@ -162,7 +162,8 @@ def summary(name: str, r: LoadResult) -> str:
 
 def append_section(doc: Path, title: str, body: str) -> None:
     """Replace (or add) the `## title` section of a markdown file."""
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n\nMeasured on this machine; each figure is compared with a baseline from the same run.\n"
+    intro = "# Benchmarks\n\nMeasured on this machine; each figure is compared with a baseline from the same run.\n"
+    text = doc.read_text() if doc.exists() else intro
     header = f"## {title}"
     start = text.find(header)
     block = f"{header}\n\n{body.strip()}\n"

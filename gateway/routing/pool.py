@@ -157,13 +157,17 @@ class ReplicaPool:
 
     def candidates(self, model: str, exclude: set[str] | frozenset[str] = frozenset()) -> list[Replica]:
         """Available replicas serving `model`, in name order (so every gateway sees the same list).
-        Replicas whose model list is still unknown count as serving it."""
+        Replicas whose model list is still unknown count as serving it. When passive health has ejected
+        every one that is still up, those are returned anyway (Envoy's "panic mode"): a burst of errors
+        must not turn into a full outage before the health checks have had their say."""
         name = model[len("vllm/"):] if model.startswith("vllm/") else model
-        return sorted(
+        eligible = sorted(
             (r for r in self.replicas.values()
-             if r.available and r.name not in exclude and (not r.models or not name or name in r.models)),
+             if r.healthy and r.name not in exclude and (not r.models or not name or name in r.models)),
             key=lambda r: r.name,
         )
+        available = [r for r in eligible if not r.ejected]
+        return available or eligible
 
     # ---- passive health ----
     def record(self, replica: Replica, ok: bool, status: int | None = None, connect_error: bool = False) -> None:

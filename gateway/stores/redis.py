@@ -5,8 +5,8 @@ Failure behaviour is the point of this module (a Redis that hangs must not hang 
   few times the event loop's current lag (looplag.py) and a little per item of a batch, at most
   `max_extra` more. It covers the connect and the reply; a saturated gateway does not blame Redis
   for its own queueing;
-- redis-py's own retries are off (its default retries ten times with backoff up to seconds: a dead
-  Redis would hold each request that long);
+- redis-py retries once, at once, within that deadline (its default retries ten times with backoff up
+  to seconds: a dead Redis would hold each request that long);
 - every error becomes `StoreUnavailable` (`StoreCommandError` when Redis answered with an error,
   e.g. `OOM` when full), so callers treat it as a miss. `CircuitBreaker` (breaker.py) wraps this.
 
@@ -75,14 +75,18 @@ class RedisStore(KVStore):
                 # The per-call deadline bounds these; they are only backstops.
                 socket_timeout=timeout + max_extra + 1,
                 socket_connect_timeout=timeout + max_extra + 1,
-                retry=Retry(NoBackoff(), 0),
+                # One immediate retry, inside the same deadline: after Redis restarts, every pooled
+                # connection is dead and fails once; the retry reconnects instead of counting a
+                # failure per stale connection (and reopening the breaker). No backoff: a down
+                # Redis refuses both attempts at once.
+                retry=Retry(NoBackoff(), 1),
                 health_check_interval=0,
                 # No CLIENT SETINFO round trips on every new connection: a burst of requests
                 # right after start opens many at once, and those trips ate most of the timeout.
                 lib_name=None,
                 lib_version=None,
             )
-            client = Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
+            client = Redis(connection_pool=pool, retry=Retry(NoBackoff(), 1))
         self._r = client
         self._delete_if_equals = client.register_script(_DELETE_IF_EQUALS)
 

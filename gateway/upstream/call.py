@@ -34,6 +34,14 @@ class Failover(Protocol):
         ...
 
 
+class ErrorHook(Protocol):
+    async def on_upstream_error(self, ctx: RequestContext, status: int, body: bytes) -> bool:
+        """An upstream error before any byte was relayed: True when the hook rewrote the request
+        (`ctx.upstream_path`, `ctx.upstream_body`) so that sending it again can succeed — e.g. a
+        Gemini CachedContent the gateway made expired upstream and was recreated."""
+        ...
+
+
 @dataclass(slots=True)
 class Upstream:
     status: int
@@ -57,11 +65,11 @@ def relayable_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
 
 
 async def open_upstream(ctx: RequestContext, clients: UpstreamClients, router: Failover | None,
-                        method: str = "POST") -> Upstream:
-    payload = orjson.dumps(ctx.upstream_body) if method in ("POST", "PATCH") else None
+                        method: str = "POST", error_hook: ErrorHook | None = None) -> Upstream:
     attempts = 0
     while True:
         attempts += 1
+        payload = orjson.dumps(ctx.upstream_body) if method in ("POST", "PATCH") else None
         url = ctx.upstream_base_url + ctx.upstream_path
         session = clients.session(ctx.provider)
         retry_status: int | None = None
@@ -85,4 +93,9 @@ async def open_upstream(ctx: RequestContext, clients: UpstreamClients, router: F
         if retry_status is not None and await router.failover(ctx, retry_status):  # type: ignore[union-attr]
             response.release()
             continue
+        if response.status >= 400 and error_hook is not None:
+            hook, error_hook = error_hook, None  # once per request
+            if await hook.on_upstream_error(ctx, response.status, await response.read()):
+                response.release()
+                continue
         return Upstream(response.status, relayable_headers(response), response)

@@ -11,7 +11,7 @@ import inspect
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -371,24 +371,32 @@ def test_redis_killed_mid_run_fails_nothing_and_hits_resume(emu: EmulatorSet, ow
         workers = [threading.Thread(target=client, args=(n,)) for n in range(4)]
         for w in workers:
             w.start()
-        time.sleep(1.0)
-        assert "response-hit" in seen
+        assert _wait_for(lambda: "response-hit" in seen), seen
         own_redis.stop()  # killed like a crash, while four clients keep sending
-        time.sleep(1.5)
-        during = len(seen)
+        mark = len(seen)
+        assert _wait_for(lambda: len(seen) >= mark + 20, 1.5), "requests stalled while Redis was down"
+        assert set(seen[mark + 4:]) == {"miss"}  # proxied as misses (the first few may have hit just before)
         assert httpx2.get(gw.url + "/readyz").status_code == 200
         own_redis.start()  # an empty Redis: what was stored before is gone
-        time.sleep(2.5)  # the breaker's cool-down, then entries are stored and hit again
+        back = len(seen)
+        assert _wait_for(lambda: "response-hit" in seen[back:], 10), seen[back:]  # hits resume
         stop.set()
         for w in workers:
             w.join(10)
-        assert failures == []
-        assert during > 0 and len(seen) > during
-        assert seen[-40:].count("response-hit") > 0  # hits resumed after Redis came back
+        assert failures == [], failures
         assert ask(gw, "openai_chat", warm[1]).cache == "response-hit"  # one the clients repeated
     finally:
         stop.set()
         gw.server.stop()
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @pytest.fixture(autouse=True)

@@ -203,16 +203,21 @@ async def test_killed_replica_is_ejected_sessions_move_and_it_comes_back(fleet: 
 
 async def test_all_replicas_down_answers_503_and_failover_stops(fleet: MakeFleet, http: aiohttp.ClientSession) -> None:
     replicas = await fleet(2)
-    router = await make_router(replicas, http, health_interval=60)  # passive health only
+    router = await make_router(replicas, http, health_interval=60)  # health checks only when the test says
     try:
         stage = RouteStage(router)
         for url in replicas.urls:
             await replicas.kill(url[7:])
         ctx, _ = await call(http, stage, [{"role": "user", "content": "hello there"}])
         assert ctx.status == 502  # both were tried, then the relay gives up
-        assert all(not r.available for r in router.pool.replicas.values())
+        assert all(r.ejected for r in router.pool.replicas.values())
+        # Every replica ejected but none reported down yet: they are still tried (panic mode) ...
+        ctx, _ = await call(http, stage, [{"role": "user", "content": "hello again"}])
+        assert ctx.status == 502 and ctx.replica is not None
+        # ... until the health checks agree they are down: then a clean 503 without trying.
+        await router.pool.refresh()
         with pytest.raises(GatewayError) as err:
-            await call(http, stage, [{"role": "user", "content": "hello again"}])
+            await call(http, stage, [{"role": "user", "content": "and again"}])
         assert err.value.status == 503
     finally:
         await router.stop()

@@ -70,7 +70,12 @@ def test_passive_health_connect_error_ejects_at_once_5xx_after_a_streak() -> Non
     assert b.available
     pool.record(b, ok=False, status=500)
     assert not b.available and reset == ["a:1", "b:2"]
-    assert [r.name for r in pool.candidates("m")] == []
+    # every replica ejected, none down: all are still candidates (panic mode); down ones never are
+    assert [r.name for r in pool.candidates("m")] == ["a:1", "b:2"]
+    a.healthy = False
+    assert [r.name for r in pool.candidates("m")] == ["b:2"]
+    b.healthy = False
+    assert pool.candidates("m") == []
 
 
 def test_repeated_ejections_last_longer() -> None:
