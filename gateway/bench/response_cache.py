@@ -3,8 +3,9 @@
     llm-cache-gateway bench response-cache [--concurrency 50] [--requests 6000] [--rate 500]
         [--backends redis,memory] [--latency base=0.1,prefill=0,cached=0,itl=0.0005] [--write docs/benchmarks.md]
 
-Processes: a `redis-server` on loopback (started here), the vendor emulators, the gateway (uvicorn,
-uvloop, the usage and response-cache stages) and this load generator (aiohttp), each its own process.
+Processes: a `redis-server` on loopback (started here), the vendor emulators, the gateway
+(`llm-cache-gateway serve`, every layer; the tenant's semantic cache off) and this load generator
+(aiohttp), each its own process.
 For each backend (Redis, then the embedded store):
 1. misses: `--concurrency` closed-loop clients send OpenAI Chat requests that are all different, so
    each goes upstream (the emulator answers in ~120 ms with the default latency) and is stored;
@@ -24,7 +25,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -36,8 +36,8 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from gateway.bench.common import OFFLINE_ENV, LoadResult, append_section, closed_loop, fmt_ms, summary
-from gateway.localrun import free_port, write_policies
+from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop, fmt_ms, summary
+from gateway.localrun import free_port
 
 KEY = "bench-key"
 MODEL = "gpt-4o-mini"
@@ -80,82 +80,14 @@ class RedisProcess:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class GatewayChild:
-    """The gateway in its own process (`python -m gateway.bench.response_cache --serve`), built with
-    the response-cache stage wired in even where the default assembly does not list it yet."""
-
-    def __init__(self, vendor_url: str, redis_url: str | None) -> None:
-        self.port = free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="gw-bench-rc-"))
-        write_policies(self.dir / "policies", {"bench": {"key": KEY, "semantic_cache": {"enabled": False}}})
-        self.env = {**os.environ, **OFFLINE_ENV, "GATEWAY_POLICIES": str(self.dir / "policies"),
-                    "GATEWAY_DATA_DIR": str(self.dir / "data"), "GATEWAY_OPENAI_BASE_URL": f"{vendor_url}/v1",
-                    "OPENAI_API_KEY": "sk-bench", "GATEWAY_PORT": str(self.port)}
-        self.env.pop("GATEWAY_REDIS_URL", None)
-        if redis_url:
-            self.env["GATEWAY_REDIS_URL"] = redis_url
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def cpu_seconds(self) -> float:
-        """CPU time the gateway process has used (Linux /proc), NaN elsewhere. CPU per request is
-        what a shared machine distorts least: queueing behind other processes adds wall time only."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()  # type: ignore[union-attr]
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError, AttributeError):
-            return float("nan")
-
-    def __enter__(self) -> GatewayChild:
-        self.log = (self.dir / "gateway.log").open("wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway.bench.response_cache", "--serve"],
-                                     env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError((self.dir / "gateway.log").read_text()[-3000:])
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        raise TimeoutError("gateway did not start")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.log.close()
-
-
-def serve() -> int:
-    import uvicorn
-
-    from gateway.app import create_app
-    from gateway.assembly import build_components
-    from gateway.cache import ResponseCacheStage
-    from gateway.config import Settings
-    from gateway.usage.stage import UsageStage
-
-    settings = Settings.load()
-    parts = build_components(settings)
-    if parts.pipeline.stage(ResponseCacheStage.name) is None:
-        stages = parts.pipeline.stages
-        if not any(s.name == UsageStage.name for s in stages):
-            stages.insert(0, UsageStage(settings, parts.store))
-        at = next((i + 1 for i, s in enumerate(stages) if s.name == UsageStage.name), 0)
-        stage = ResponseCacheStage(parts.store, idle_timeout=settings.read_timeout)
-        stages.insert(at, stage)
-        parts.purgers.setdefault("response", stage.purge)
-    uvicorn.run(create_app(settings, parts), host="127.0.0.1", port=settings.port, loop="uvloop", http="httptools",
-                log_level="warning", access_log=False)
-    return 0
+def cpu_seconds(proc: subprocess.Popen[bytes] | None) -> float:
+    """CPU time a process has used (Linux /proc), NaN elsewhere. CPU per request is what a shared
+    machine distorts least: queueing behind other processes adds wall time only."""
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()  # type: ignore[union-attr]
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return float("nan")
 
 
 # ---- load -------------------------------------------------------------------------------------
@@ -225,7 +157,7 @@ async def open_loop(send: Send, *, rate: float, total: int, connections: int) ->
     return result
 
 
-async def run_backend(gw: GatewayChild, args: argparse.Namespace, tag: str,
+async def run_backend(gw: GatewayProcess, args: argparse.Namespace, tag: str,
                       cpu: dict[str, float]) -> dict[str, LoadResult]:
     """The phases against one gateway; `cpu` gets the gateway's CPU ms per request of each phase."""
     url = gw.url
@@ -235,11 +167,11 @@ async def run_backend(gw: GatewayChild, args: argparse.Namespace, tag: str,
     rows: dict[str, LoadResult] = {}
     n_miss = max(args.concurrency * 4, args.requests // 10)
     # Misses: each request different, so each goes upstream (and is stored).
-    c0 = gw.cpu_seconds()
+    c0 = cpu_seconds(gw.proc)
     rows["miss"] = await closed_loop(
         _sender(url, lambda i: f"[{run}] miss {i}: how do retry budgets interact?", False, "miss", seen),
         concurrency=args.concurrency, total=n_miss)
-    cpu["miss"] = (gw.cpu_seconds() - c0) * 1000 / n_miss
+    cpu["miss"] = (cpu_seconds(gw.proc) - c0) * 1000 / n_miss
     # Store the hit set (these are misses too), then hit it.
     await closed_loop(_sender(url, lambda i: prompts[i], False, "miss", seen), concurrency=min(args.concurrency,
                       args.keys), total=args.keys)
@@ -247,21 +179,37 @@ async def run_backend(gw: GatewayChild, args: argparse.Namespace, tag: str,
         kind = "stream" if stream else "non-stream"
         sender = _sender(url, lambda i: prompts[i % len(prompts)], stream, "response-hit", seen)
         await closed_loop(sender, concurrency=args.concurrency, total=args.concurrency * 4)  # warm-up
-        c0 = gw.cpu_seconds()
+        c0 = cpu_seconds(gw.proc)
         rows[f"hit {kind}"] = await closed_loop(sender, concurrency=args.concurrency, total=args.requests)
-        cpu[f"hit {kind}"] = (gw.cpu_seconds() - c0) * 1000 / args.requests
+        cpu[f"hit {kind}"] = (cpu_seconds(gw.proc) - c0) * 1000 / args.requests
     total = int(args.rate * args.open_seconds)
-    c0 = gw.cpu_seconds()
+    c0 = cpu_seconds(gw.proc)
     rows["hit open-loop"] = await open_loop(
         _sender(url, lambda i: prompts[i % len(prompts)], False, "response-hit", seen),
         rate=args.rate, total=total, connections=args.concurrency)
-    cpu["hit open-loop"] = (gw.cpu_seconds() - c0) * 1000 / total
+    cpu["hit open-loop"] = (cpu_seconds(gw.proc) - c0) * 1000 / total
     return rows
 
 
+def _verdict(results: list[tuple[str, dict[str, LoadResult], dict[str, float]]],
+             args: argparse.Namespace) -> list[str]:
+    """The issue's targets (hit p50 <= 3 ms at 50 clients, >= 1,500 hits/s), read off this run."""
+    out = ["Targets: hit p50 ≤ 3 ms at 50 concurrent clients, ≥ 1,500 hits/s."]
+    for backend, rows, cpu in results:
+        closed, opened = rows["hit non-stream"], rows["hit open-loop"]
+        out.append(
+            f"- {backend}: {closed.rate:.0f} hits/s with {args.concurrency} closed-loop clients "
+            f"({'met' if closed.rate >= 1500 else 'not met'}; the gateway is one process using "
+            f"{cpu['hit non-stream']:.2f} ms of CPU per hit, so one core serves at most "
+            f"~{1000 / cpu['hit non-stream']:.0f}/s); p50 {opened.pct(50) * 1000:.2f} ms when hits arrive at "
+            f"{args.rate:g}/s over {args.concurrency} connections "
+            f"({'met' if opened.pct(50) <= 0.003 else 'not met'}). In the closed loop every client waits "
+            f"for its previous answer, so its p50 ({closed.pct(50) * 1000:.1f} ms) is mostly queueing: "
+            f"{args.concurrency} clients / {closed.rate:.0f} per s.")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    if argv and argv[0] == "--serve":
-        return serve()
     p = argparse.ArgumentParser(prog="llm-cache-gateway bench response-cache", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--concurrency", type=int, default=50, help="client connections (closed-loop clients)")
@@ -281,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with EmulatorProcess(latency=args.latency) as emu, RedisProcess() as redis:
         for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-            with GatewayChild(emu.vendor_url, redis.url if backend == "redis" else None) as gw:
+            tenants = {"bench": {"key": KEY, "semantic_cache": {"enabled": False}}}
+            with GatewayProcess(emu.vendor_url, tenants, redis_url=redis.url if backend == "redis" else None) as gw:
                 cpu: dict[str, float] = {}
                 results.append((backend, asyncio.run(run_backend(gw, args, backend, cpu)), cpu))
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -305,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{fmt_ms(r.pct(99)).strip()} | {r.rate:.0f} | "
                          f"{'' if phase == 'miss' else f'{ratio:.1f}x lower'} | {cpu[phase]:.2f} | "
                          f"{1000 / cpu[phase] if cpu[phase] > 0 else float('nan'):.0f} |")
+    lines += ["", *_verdict(results, args)]
     lines += ["", "Command: `llm-cache-gateway bench response-cache " + " ".join(argv or []) + "`"]
     print("\n".join(lines))
     if args.write:

@@ -92,7 +92,7 @@ def agent_sessions(w: Words, rng: random.Random, n: int) -> list[Session]:
 def make_workloads(scale: float, seed: int) -> dict[str, Workload]:
     w, rng = Words(seed), random.Random(seed)
     a = agent_sessions(w, rng, max(4, round(48 * scale)))
-    groups, per_group = max(4, round(64 * scale)), 6
+    groups, per_group = max(4, round(96 * scale)), 6
     systems = [w.text(1500) for _ in range(groups)]
     b = [Session([{"role": "system", "content": systems[g]}, {"role": "user", "content": w.text(100)}])
          for g in range(groups) for _ in range(per_group)]
@@ -121,7 +121,7 @@ class Result:
     wall: float
     requests: int
     per_replica: Counter[str]
-    errors: int
+    errors: Counter[int]  # failed requests by HTTP status (599: connection error)
     reasons: Counter[str]
 
     def q(self, p: float) -> float:
@@ -271,10 +271,9 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     decided = _decisions()
     queue = list(reversed(wl.sessions))
     ttfts: list[float] = []
-    errors = 0
+    errors: Counter[int] = Counter()
 
     async def worker() -> None:
-        nonlocal errors
         while queue:
             session = queue.pop()
             messages = list(session.messages)
@@ -283,7 +282,7 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                 t0 = time.perf_counter()  # before the routing decision: its cost is part of TTFT
                 status, text, first = await target.call(body, wl.output_tokens)
                 if status != 200:
-                    errors += 1
+                    errors[status] += 1
                     break
                 ttfts.append(first - t0)
                 if turn < len(session.followups):
@@ -336,7 +335,7 @@ def report(wl: Workload, results: dict[str, Result]) -> tuple[list[str], dict[st
         imbalance = f"{r.imbalance:10.2f}" if name != BOUND else f"{'-':>10}"
         label = "bound*" if name == BOUND else name
         lines.append(f"  {label:<16}{r.hit_rate:9.3f}{vs_bound}{r.q(0.5) * 1000:8.0f}ms{r.q(0.99) * 1000:8.0f}ms"
-                     f"{r.requests / r.wall:8.1f}{imbalance}{vs_rr}{r.errors:7d}")
+                     f"{r.requests / r.wall:8.1f}{imbalance}{vs_rr}{sum(r.errors.values()):7d}")
     checks: dict[str, bool] = {}
     ca = results.get("cache_aware")
     if ca is not None:
@@ -346,6 +345,9 @@ def report(wl: Workload, results: dict[str, Result]) -> tuple[list[str], dict[st
             checks[f"{wl.name}: TTFT p50 >= 2x better than round_robin"] = rr.q(0.5) >= 2 * ca.q(0.5)
         checks[f"{wl.name}: imbalance <= 1.3"] = ca.imbalance <= 1.3
     lines.append("  * bound: the same workload on one replica with unlimited KV (the best hit rate possible)")
+    for name, r in results.items():
+        if r.errors:
+            lines.append(f"  {name} failed requests by status: {dict(r.errors)}")
     if "cache_aware" in results:
         lines.append("  cache_aware decisions: " + ", ".join(
             f"{k} {v}" for k, v in results["cache_aware"].reasons.most_common()))
@@ -382,7 +384,7 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                 all_checks.update(checks)
                 out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
                                     "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
-                                    "per_replica": dict(r.per_replica), "errors": r.errors,
+                                    "per_replica": dict(r.per_replica), "errors": dict(r.errors),
                                     "reasons": dict(r.reasons)}
                                 for p, r in results.items()}
     finally:
@@ -402,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
     p.add_argument("--concurrency", type=int, default=24)
     p.add_argument("--replicas", type=int, default=4)
-    p.add_argument("--kv-blocks", type=int, default=3072, help="KV capacity of each replica, 16-token blocks")
+    p.add_argument("--kv-blocks", type=int, default=4096, help="KV capacity of each replica, 16-token blocks")
     p.add_argument("--max-num-seqs", type=int, default=8)
     p.add_argument("--latency", default="realistic", help="emulator latency preset or spec")
     p.add_argument("--via", choices=("gateway", "router"), default="gateway",

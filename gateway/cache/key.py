@@ -60,7 +60,14 @@ def canonical(value: Any) -> Any:
 
     Booleans stay booleans (JSON `true` is not `1`). Non-finite floats cannot come from JSON bodies
     but are mapped to tagged strings rather than raising."""
-    if isinstance(value, str) or value is None or isinstance(value, bool):
+    kind = type(value)  # exact-type checks first: this walks every node of every request body
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): canonical(v) for k, v in value.items()}
+    if kind is list:
+        return [canonical(v) for v in value]
+    if isinstance(value, str | bool):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -27,8 +27,9 @@ class StoreCommandError(StoreUnavailable):
 
 
 class StoreBusy(StoreUnavailable):
-    """This process has no free connection to the store (all in use): says nothing about the
-    store's health, so the circuit breaker counts it neither as a failure nor as a success."""
+    """This process could not complete the call for reasons of its own (no free connection; its
+    event loop stalled past the deadline): says nothing about the store's health, so the circuit
+    breaker counts it neither as a failure nor as a success."""
 
 
 class KVStore(ABC):

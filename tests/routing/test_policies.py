@@ -214,3 +214,25 @@ def test_bytes_per_token_is_learned_from_the_replicas_prompt_token_counter() -> 
     frozen = CacheAware(RoutingParams(calibrate=False))
     frozen.observe(replica.name, ReplicaStats(prompt_tokens=0), ReplicaStats(prompt_tokens=9_000))
     assert frozen.bytes_per_token == 4.0
+
+
+async def test_two_gateways_sharing_redis_send_a_session_to_the_same_replica(redis_server) -> None:  # type: ignore[no-untyped-def]
+    """Issue 12: gateways with different local views agree on a session through the shared store."""
+    from gateway.config import Settings
+    from gateway.stores import open_store
+
+    stores = [open_store(Settings(redis_url=redis_server.url)) for _ in range(2)]
+    try:
+        a, b = (Router(ReplicaPool(URLS), store=s) for s in stores)
+        session = f"conv-{id(a)}"  # unique on the shared redis-server
+        for replica in b.pool.replicas.values():
+            replica.inflight = 1
+        first = await a.choose(chat(long_text("sys"), "hello"), session=session)
+        b.pool.replicas[first.name].inflight = 3  # b sees that replica busier than a did
+        for turn in range(3):
+            body = chat(long_text("sys"), "hello", "answer", f"turn {turn}")
+            assert (await b.choose(body, session=session)).name == first.name
+            assert (await a.choose(body, session=session)).name == first.name
+    finally:
+        for s in stores:
+            await s.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from gateway.stores.looplag import LoopLag
 from gateway.stores.redis import RedisStore
 
@@ -47,4 +49,27 @@ async def test_healthy_redis_answers_within_the_deadline_under_a_saturated_loop(
             assert await store.get("lag:k") == b"v"
     finally:
         stop.set()
+        await store.close()
+
+
+async def test_a_stall_of_our_own_loop_is_not_blamed_on_redis(redis_server) -> None:  # type: ignore[no-untyped-def]
+    from gateway.stores import StoreBusy
+    from gateway.stores.breaker import CLOSED, CircuitBreaker
+
+    inner = RedisStore(redis_server.url, timeout=0.05)
+    store = CircuitBreaker(inner, threshold=1, cooldown=30)
+    try:
+        await store.set("stall:k", b"v")
+        read = asyncio.create_task(store.get("stall:k"))
+        await asyncio.sleep(0)  # the GET is sent and waits for its reply ...
+        time.sleep(0.3)  # noqa: ASYNC251 - ... while this process stalls (a GC pause, a blocking call)
+        assert await read == b"v"  # a read is simply asked again
+        inner.lag.value = 0.0  # a fresh, unforeseen stall (after one, deadlines grow for a while)
+        write = asyncio.create_task(store.set("stall:k", b"w"))
+        await asyncio.sleep(0)
+        time.sleep(0.3)  # noqa: ASYNC251 - the stall, on purpose
+        with pytest.raises(StoreBusy):  # a write may have happened: reported, never repeated
+            await write
+        assert store.state == CLOSED  # neither stall counted against Redis
+    finally:
         await store.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -91,3 +92,16 @@ def test_batches_get_more_time_but_never_more_than_the_cap() -> None:
     assert store.deadline() == pytest.approx(0.1)
     assert store.deadline(501) == pytest.approx(0.2)  # 0.2 ms per extra item
     assert store.deadline(1_000_000) == pytest.approx(1.1)
+
+
+async def test_stale_pooled_connections_after_a_restart_do_not_fail_calls(own_redis) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(own_redis.url, timeout=0.5)
+    try:
+        await asyncio.gather(*(store.get(f"k{i}") for i in range(8)))  # eight pooled connections
+        assert len(store._r.connection_pool._available_connections) >= 2
+        own_redis.stop()
+        own_redis.start()  # every pooled connection is now dead
+        for i in range(8):
+            assert await store.get(f"k{i}") is None  # reconnects instead of failing
+    finally:
+        await store.close()
