@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict
 
 from gateway.auth import check_admin
 from gateway.config import Settings
+from gateway.errors import GatewayError
+from gateway.stores.base import StoreUnavailable
 
 if TYPE_CHECKING:
     from gateway.assembly import Components
@@ -50,8 +52,13 @@ def admin_router(parts: Components) -> APIRouter:
             return ORJSONResponse({"error": {"message": f"unknown layer {unknown[0]!r}; one of {list(parts.purgers)}",
                                              "type": "invalid_request_error"}}, status_code=400)
         removed: dict[str, Any] = {}
-        for name in layers:
-            removed[name] = await parts.purgers[name](req.tenant, req.version)
+        try:
+            for name in layers:
+                removed[name] = await parts.purgers[name](req.tenant, req.version)
+        except ValueError as exc:
+            raise GatewayError(400, str(exc)) from exc
+        except StoreUnavailable as exc:
+            raise GatewayError(503, f"The store is unavailable; nothing more was purged ({removed}).") from exc
         return ORJSONResponse({"tenant": req.tenant, "removed": removed})
 
     return router

@@ -139,7 +139,7 @@ class Layers:
         usage = UsageStage(self.settings, self.store)
         return [
             usage,
-            ResponseCacheStage(self.store),
+            ResponseCacheStage(self.store, idle_timeout=self.settings.read_timeout),
             SemanticCacheStage(self.settings),
             RewriteStage(),
             ProviderCacheStage(self.settings, self.store, clients=self.clients, prices=usage.prices),

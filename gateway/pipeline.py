@@ -28,6 +28,10 @@ from gateway.errors import GatewayError
 
 log = logging.getLogger("gateway.pipeline")
 
+# The handler calls every callable in ctx.scratch[EVENT_TAPS] with each neutral event it parses from
+# the upstream answer, as it arrives: that is how single-flight followers get a leader's stream live.
+EVENT_TAPS = "event_taps"
+
 # (stage name, phase) -> None; the metrics module counts stage failures through it.
 StageErrorHook = Callable[[str, str], None]
 

@@ -15,7 +15,7 @@ post-stages (usage, stores) in the background, so they never delay the client.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 
 import orjson
 from starlette.responses import Response, StreamingResponse
@@ -23,7 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from gateway.answer import Answer, AnswerBuilder, Event
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
-from gateway.pipeline import Hit
+from gateway.pipeline import EVENT_TAPS, Hit
 from gateway.protocols.base import SSEFilter, StreamParser
 from gateway.upstream.call import Upstream
 
@@ -201,9 +201,12 @@ async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
 async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser, sse_filter: SSEFilter | None,
                         done: Done) -> AsyncIterator[bytes]:
     splitter = SSESplitter() if sse_filter is not None else None
+    taps = ctx.scratch.get(EVENT_TAPS) or ()
     try:
         async for chunk in up.response.content.iter_any():
-            parser.feed(chunk)
+            events = parser.feed(chunk)
+            if taps:
+                _tap(taps, events)
             if splitter is not None:
                 out = b"".join(
                     kept + b"\n\n" for ev in splitter.feed(chunk) if (kept := sse_filter(ev)) is not None  # type: ignore[misc]
@@ -214,7 +217,7 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
-        parser.end()
+        _tap(taps, parser.end())
         if splitter is not None and (rest := splitter.rest()) and (kept := sse_filter(rest)) is not None:  # type: ignore[misc]
             yield kept + b"\n\n"
         _complete(ctx, parser.answer(), "upstream")
@@ -226,14 +229,19 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
 async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                             done: Done) -> AsyncIterator[bytes]:
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
+    taps = ctx.scratch.get(EVENT_TAPS) or ()
     try:
         async for chunk in up.response.content.iter_any():
-            out = b"".join(renderer.render(ev) for ev in parser.feed(chunk))
+            events = parser.feed(chunk)
+            _tap(taps, events)
+            out = b"".join(renderer.render(ev) for ev in events)
             if out:
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
-        tail = b"".join(renderer.render(ev) for ev in parser.end())
+        events = parser.end()
+        _tap(taps, events)
+        tail = b"".join(renderer.render(ev) for ev in events)
         answer = parser.answer()
         if answer is not None:
             yield tail + renderer.close()
@@ -251,6 +259,13 @@ def _stream_failure(ctx: RequestContext, parser: StreamParser) -> tuple[str, str
         return f"The upstream ({ctx.provider}) stream ended before the answer was complete.", None
     upstream_adapter = ctx.upstream_adapter or ctx.adapter
     return upstream_adapter.parse_error(502, orjson.dumps(parser.error))
+
+
+def _tap(taps: Iterable[Callable[[Event], None]], events: list[Event]) -> None:
+    """Live events to whoever listens (single-flight followers of this request's stream)."""
+    for tap in taps:
+        for event in events:
+            tap(event)
 
 
 def _wants_usage(ctx: RequestContext) -> bool:

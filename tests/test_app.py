@@ -165,7 +165,8 @@ def test_bad_json_and_unknown_model(gw) -> None:  # type: ignore[no-untyped-def]
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
     bad = httpx2.post(f"{gw.url}/v1/messages", content=b"[1, 2]", headers={"x-api-key": KEY})
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
-    bad = httpx2.post(f"{gw.url}/v1/chat/completions", content=b"\xff\xfe{}", headers={"authorization": f"Bearer {KEY}"})
+    bad = httpx2.post(f"{gw.url}/v1/chat/completions", content=b"\xff\xfe{}",
+                      headers={"authorization": f"Bearer {KEY}"})
     assert bad.status_code == 400
     with pytest.raises(openai.NotFoundError):
         gw.openai(KEY).chat.completions.create(model="no-such-model", messages=MSG)

@@ -29,7 +29,7 @@ from gateway.cache.purge import purge
 from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
 from gateway.context import RequestContext
 from gateway.metrics import CACHE_LOOKUPS
-from gateway.pipeline import Hit, Stage
+from gateway.pipeline import EVENT_TAPS, Hit, Stage
 from gateway.policy.models import ResponseCachePolicy
 from gateway.stores.base import KVStore, StoreUnavailable
 
@@ -39,9 +39,6 @@ LAYER = "response"
 # Finish reasons of a complete answer worth replaying. `length` only with `cache_truncated`;
 # `content_filter` and anything unknown are never stored (they may not repeat).
 STORABLE_FINISH = frozenset({"stop", "tool_calls"})
-# The handler calls every callable in ctx.scratch[EVENT_TAPS] with each neutral event it parses from
-# the upstream answer, as it arrives: that is how stream followers get the leader's chunks live.
-EVENT_TAPS = "event_taps"
 _GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate"})
 
 
@@ -252,7 +249,10 @@ class ResponseCacheStage(Stage):
         return await purge(self.store, tenant)
 
     async def stop(self) -> None:
-        await self.store.close()
+        # The store is shared (usage and other layers flush to it after this stage stops): whoever
+        # opened it closes it. Lock releases still under way get a moment to finish.
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=1.0)
 
     def _warn(self, message: str, ctx: RequestContext, exc: Exception) -> None:
         # Once every few seconds at most: during an outage every request would log the same line.

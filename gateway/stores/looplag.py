@@ -30,7 +30,9 @@ class LoopLag:
             start = loop.time()
             await asyncio.sleep(self.interval)
             late = max(0.0, loop.time() - start - self.interval)
-            self.value = late if late > self.value else 0.7 * self.value + 0.3 * late
+            # A decaying maximum, not an average: a saturated loop's turns vary a lot, and the
+            # deadline must cover the slow turns (half-life about six samples).
+            self.value = max(late, 0.89 * self.value)
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -118,6 +118,10 @@ class RedisStore(KVStore):
                 # the process descheduled), so the reply may well have been waiting. Not Redis' fault.
                 late = loop.time() - started - budget
                 if late <= max(0.02, budget / 2):
+                    if self.lag.value >= self.timeout / 2:
+                        # Our own loop is this slow: the reply may be queued behind our work.
+                        raise StoreBusy(f"no answer within {budget:.3g}s while this process's event loop "
+                                        f"lags {self.lag.value * 1000:.0f} ms") from exc
                     raise StoreUnavailable(f"redis did not answer within {budget:.3g}s") from exc
                 self.lag.value = max(self.lag.value, late)
                 if not read or attempt == 2:

@@ -404,3 +404,23 @@ async def test_stream_follower_of_a_leader_that_breaks_mid_stream_ends_without_f
     await asyncio.wait_for(reader, 1)  # ends, without raising into the handler
     assert got == [Start(model="gpt-4o-mini"), TextDelta("two ")]
     assert "saved_from" not in follower_ctx.record
+
+
+async def test_full_redis_fails_open_and_still_serves_what_it_has(own_redis, tenant: str) -> None:  # type: ignore[no-untyped-def]
+    store = open_store(Settings(redis_url=own_redis.url))
+    stage = ResponseCacheStage(store)
+    admin = RedisStore(own_redis.url, timeout=2)
+    try:
+        await _serve(stage, make_ctx(dict(BODY), tenant=tenant), _answer("stored before"))
+        await admin._r.config_set("maxmemory", "1")  # full: every write is refused (OOM)
+        other = {**BODY, "seed": 42}
+        calls: list[str] = []
+        for _ in range(3):
+            assert await _serve(stage, make_ctx(other, tenant=tenant), _answer(), calls) is None
+        assert len(calls) == 3  # not stored, each went upstream, none failed
+        hit = await _lookup(stage, make_ctx(dict(BODY), tenant=tenant))
+        assert hit is not None and hit.answer is not None and hit.answer.text == "stored before"
+    finally:
+        await admin._r.config_set("maxmemory", "0")
+        await admin.close()
+        await store.close()
