@@ -7,13 +7,16 @@ thin: they name the protocol and hand the request to `Gateway.handle` or `passth
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from gateway.admin import admin_router
 from gateway.assembly import Components, build_components
@@ -22,6 +25,7 @@ from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
 from gateway.passthrough import forward
 
+log = logging.getLogger("gateway")
 _GEMINI_VERSIONS = ("v1", "v1beta")
 
 
@@ -38,7 +42,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         finally:
             await parts.stop()
 
-    app = FastAPI(title="llm-cache-gateway", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = GatewayApp(title="llm-cache-gateway", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.components = parts
 
     # ---- OpenAI ----
@@ -112,6 +116,11 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def metrics() -> Response:
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
+    app.fast_routes = {
+        ("POST", "/v1/chat/completions"): chat_completions,
+        ("POST", "/v1/responses"): responses,
+        ("POST", "/v1/messages"): messages,
+    }
     app.include_router(admin_router(parts))
     for router in parts.extra_routers:
         app.include_router(router)
@@ -131,9 +140,36 @@ def create_app(settings: Settings | None = None, components: Components | None =
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
         # A bug of ours: answer in the caller's shape, never with a traceback.
+        log.error("unhandled error", exc_info=exc, extra={"path": request.url.path})
         return _error(_vendor_of(request), 500, "The gateway failed to handle this request.", "internal_error")
 
     return app
+
+
+class GatewayApp(FastAPI):
+    """FastAPI, plus a direct path for the generation endpoints.
+
+    Those endpoints take the raw request and answer in their own error shapes, so FastAPI's
+    routing, dependency solving and middleware stack add nothing to them but CPU time (about a
+    fifth of the proxy's own per-request cost, measured with py-spy). They are still declared as
+    FastAPI routes — the OpenAPI schema and any other path go through FastAPI as usual."""
+
+    fast_routes: dict[tuple[str, str], Callable[[Request], Awaitable[Response]]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            handler = self.fast_routes.get((scope["method"], scope["path"]))
+            if handler is not None:
+                request = Request(scope, receive)
+                try:
+                    response = await handler(request)
+                except Exception:
+                    log.exception("unhandled error", extra={"path": scope["path"]})
+                    response = _error(_vendor_of(request), 500, "The gateway failed to handle this request.",
+                                      "internal_error")
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
 
 
 def _body(description: str) -> dict[str, Any]:
@@ -151,8 +187,6 @@ def _vendor_of(request: Request) -> str:
 
 
 def _error(vendor: str, status: int, message: str, code: str | None = None) -> Response:
-    import orjson
-
     return Response(orjson.dumps(vendor_error_body(vendor, status, message, code)), status_code=status,
                     media_type="application/json")
 

@@ -74,6 +74,9 @@ class Workload:
     title: str
     sessions: list[Session]
     output_tokens: int
+    # Clients per `--concurrency` unit. (c) runs 25% more, so that with one client in five busy with a
+    # one-off request as many agent sessions are in flight as in (a).
+    clients: float = 1.0
 
     @property
     def requests(self) -> int:
@@ -108,7 +111,7 @@ def make_workloads(scale: float, seed: int) -> dict[str, Workload]:
         "b": Workload("b", f"(b) generated shared prefix: {groups} groups x {per_group} prompts, "
                            "1500-token system prompt, 100-token question", b, 24),
         "c": Workload("c", f"(c) mixed: {len(c_sessions)} agent sessions + {len(one_offs)} one-off requests (20%)",
-                      c, 24),
+                      c, 24, clients=1.25),
     }
 
 
@@ -323,10 +326,10 @@ class Replicas:
 
 
 # ---- report ---------------------------------------------------------------------------------------------
-def report(wl: Workload, results: dict[str, Result]) -> tuple[list[str], dict[str, bool]]:
+def report(wl: Workload, results: dict[str, Result], concurrency: int) -> tuple[list[str], dict[str, bool]]:
     bound = results.get(BOUND)
     rr = results.get("round_robin")
-    lines = [wl.title + f" ({wl.requests} requests)",
+    lines = [wl.title + f" ({wl.requests} requests, {round(concurrency * wl.clients)} clients)",
              f"  {'policy':<16}{'hit rate':>9}{'/bound':>8}{'TTFT p50':>10}{'TTFT p99':>10}{'req/s':>8}"
              f"{'imbalance':>10}{'p50 vs rr':>10}{'errors':>7}"]
     for name, r in results.items():
@@ -377,15 +380,15 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                 results: dict[str, Result] = {}
                 for policy in [*policies, BOUND]:
                     urls = [replicas.bound_url] if policy == BOUND else replicas.urls
-                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency,
+                    results[policy] = await run_one(http, urls, policy, wl, round(args.concurrency * wl.clients),
                                                     orjson.loads(args.params), args.via == "gateway", folder)
-                lines, checks = report(wl, results)
+                lines, checks = report(wl, results, args.concurrency)
                 print("\n".join(lines) + "\n", flush=True)
                 all_checks.update(checks)
                 out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
                                     "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
-                                    "per_replica": dict(r.per_replica), "errors": dict(r.errors),
-                                    "reasons": dict(r.reasons)}
+                                    "per_replica": dict(r.per_replica), "reasons": dict(r.reasons),
+                                    "errors": {str(k): v for k, v in r.errors.items()}}
                                 for p, r in results.items()}
     finally:
         await asyncio.to_thread(replicas.stop)

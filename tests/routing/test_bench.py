@@ -1,0 +1,34 @@
+"""`bench routing` end to end at a tiny scale (slow: it starts two emulator subprocesses)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gateway.bench.routing import main, make_workloads
+
+
+def test_workloads_have_the_documented_shape() -> None:
+    wl = make_workloads(0.25, seed=3)
+    a, b, c = wl["a"], wl["b"], wl["c"]
+    assert all(5 <= 1 + len(s.followups) <= 30 for s in a.sessions)
+    assert len({s.messages[0]["content"] for s in a.sessions}) == 1  # one agent prompt shared by all sessions
+    groups = {s.messages[0]["content"] for s in b.sessions}
+    assert len(b.sessions) == 6 * len(groups)
+    one_offs = [s for s in c.sessions if len(s.messages) == 1]
+    assert 0.17 <= len(one_offs) / c.requests <= 0.23  # 20% of the requests
+
+
+@pytest.mark.slow
+def test_bench_runs_and_reports_every_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "routing.json"
+    code = main(["--workloads", "b", "--scale", "0.05", "--concurrency", "4", "--via", "gateway",
+                 "--json", str(out)])
+    assert code in (0, 1)
+    figures = json.loads(out.read_text())["results"]["b"]
+    assert set(figures) == {"cache_aware", "round_robin", "least_loaded", "consistent_hash", "bound"}
+    assert all(f["errors"] == {} for f in figures.values())
+    assert figures["bound"]["hit_rate"] >= figures["round_robin"]["hit_rate"]
+    assert "cache_aware decisions:" in capsys.readouterr().out
