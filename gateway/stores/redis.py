@@ -10,9 +10,10 @@ Failure behaviour is the point of this module (a Redis that hangs must not hang 
 - every error becomes `StoreUnavailable` (`StoreCommandError` when Redis answered with an error,
   e.g. `OOM` when full), so callers treat it as a miss. `CircuitBreaker` (breaker.py) wraps this.
 
-Redis Cluster (later): no command here spans two keys except through a non-transactional pipeline
-of single-key commands, which cluster clients split per node; callers put a `{tenant}` hash tag in
-keys that must share a slot.
+Redis Cluster and Sentinel (cluster.py, sentinel.py) reuse this class with another client: no
+command here spans two keys (a multi-key delete is a non-transactional pipeline of one `UNLINK` per
+key, which cluster clients split per node), and the `MULTI` pipelines below hold commands on one
+key only; the cluster store sends them without `MULTI` (`atomic = False`).
 
 Logs (`log_append`/`log_read`) are lists: `LPUSH` of the records in order then `LTRIM 0 maxlen-1`
 in one `MULTI`, so the head is the newest record, `LRANGE 0 count-1` reads newest first and the cap
@@ -52,6 +53,27 @@ def glob_escape(text: str) -> str:
     return text.translate(_GLOB_SPECIAL)
 
 
+def connection_options(timeout: float, max_extra: float) -> dict[str, Any]:
+    """Connection settings every Redis client of the gateway uses (single, Sentinel, cluster)."""
+    return {
+        # No socket timeout: the per-call deadline bounds every call, and with one set redis-py
+        # wraps each send in `asyncio.wait_for` (a new Task per command in 3.11) and each read in
+        # another timeout, a fifth of a hit's store CPU.
+        "socket_timeout": None,
+        "socket_connect_timeout": timeout + max_extra,
+        # One immediate retry, inside the same deadline: after Redis restarts, every pooled
+        # connection is dead and fails once; the retry reconnects instead of counting a failure per
+        # stale connection (and reopening the breaker). No backoff: a down Redis refuses both
+        # attempts at once.
+        "retry": Retry(NoBackoff(), 1),
+        "health_check_interval": 0,
+        # No CLIENT SETINFO round trips on every new connection: a burst of requests right after
+        # start opens many at once, and those trips ate most of the timeout.
+        "lib_name": None,
+        "lib_version": None,
+    }
+
+
 def _ms(seconds: float) -> int:
     # Redis refuses PX 0; a positive TTL below a millisecond still means "expires at once".
     return max(1, round(seconds * 1000))
@@ -59,6 +81,9 @@ def _ms(seconds: float) -> int:
 
 class RedisStore(KVStore):
     name = "redis"
+    # Whether the multi-command writes (INCRBY+PEXPIRE, HINCRBY…+PEXPIRE, LPUSH+LTRIM) go in one
+    # MULTI/EXEC. Each touches one key; the cluster store turns it off (see cluster.py).
+    atomic = True
 
     def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 256,
                  client: Redis | None = None, max_extra: float = 1.0) -> None:
@@ -69,25 +94,8 @@ class RedisStore(KVStore):
             # A plain pool (no waiting for a free connection: past `max_connections` calls in
             # flight a call fails at once with StoreBusy). Its checkout costs a third less CPU per
             # command than the blocking pool's, and a hit is mostly one GET.
-            pool = ConnectionPool.from_url(
-                url,
-                max_connections=max_connections,
-                # No socket timeout: the per-call deadline bounds every call, and with one set
-                # redis-py wraps each send in `asyncio.wait_for` (a new Task per command in 3.11)
-                # and each read in another timeout, a fifth of a hit's store CPU.
-                socket_timeout=None,
-                socket_connect_timeout=timeout + max_extra,
-                # One immediate retry, inside the same deadline: after Redis restarts, every pooled
-                # connection is dead and fails once; the retry reconnects instead of counting a
-                # failure per stale connection (and reopening the breaker). No backoff: a down
-                # Redis refuses both attempts at once.
-                retry=Retry(NoBackoff(), 1),
-                health_check_interval=0,
-                # No CLIENT SETINFO round trips on every new connection: a burst of requests
-                # right after start opens many at once, and those trips ate most of the timeout.
-                lib_name=None,
-                lib_version=None,
-            )
+            pool = ConnectionPool.from_url(url, max_connections=max_connections,
+                                           **connection_options(timeout, max_extra))
             client = Redis(connection_pool=pool, retry=Retry(NoBackoff(), 1))
         self._r = client
         self._delete_if_equals = client.register_script(_DELETE_IF_EQUALS)
@@ -148,7 +156,9 @@ class RedisStore(KVStore):
             # One UNLINK per key: a multi-key UNLINK would be cross-slot in a cluster.
             pipe = self._r.pipeline(transaction=False)
             for key in dict.fromkeys(keys):
-                pipe.unlink(key)
+                # execute_command, not pipe.unlink(): a cluster pipeline's unlink() is a coroutine
+                # that, not awaited, would queue nothing.
+                pipe.execute_command("UNLINK", key)
             return await pipe.execute()
 
         return sum(int(n) for n in await self._call(many, len(keys)))
@@ -169,7 +179,7 @@ class RedisStore(KVStore):
             return int(await self._call(lambda: self._r.incrby(key, amount)))
 
         async def run() -> list[Any]:
-            pipe = self._r.pipeline(transaction=True)
+            pipe = self._r.pipeline(transaction=self.atomic)
             pipe.incrby(key, amount)
             pipe.pexpire(key, _ms(ttl))
             return await pipe.execute()
@@ -181,7 +191,7 @@ class RedisStore(KVStore):
             return
 
         async def run() -> list[Any]:
-            pipe = self._r.pipeline(transaction=True)
+            pipe = self._r.pipeline(transaction=self.atomic)
             for field_name, amount in increments.items():
                 # Integers with HINCRBY so counters stay exact; floats with HINCRBYFLOAT.
                 if isinstance(amount, int) and not isinstance(amount, bool):
@@ -223,7 +233,7 @@ class RedisStore(KVStore):
             return
 
         async def run() -> list[Any]:
-            pipe = self._r.pipeline(transaction=True)
+            pipe = self._r.pipeline(transaction=self.atomic)
             pipe.lpush(key, *records)
             pipe.ltrim(key, 0, maxlen - 1)
             return await pipe.execute()

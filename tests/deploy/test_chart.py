@@ -373,8 +373,7 @@ def test_grafana_dashboard_configmap(renders: dict[str, Render]) -> None:
 
 def test_chart_dashboards_match_deploy_grafana() -> None:
     sources = sorted((ROOT / "deploy" / "grafana").glob("*.json"))
-    if not sources:
-        pytest.skip("deploy/grafana/ holds no dashboard yet: the chart ships its placeholder")
+    assert sources, "deploy/grafana/ must hold the Grafana dashboard"
     for source in sources:
         copy = check_chart.CHART / "dashboards" / source.name
         assert copy.is_file(), f"copy {source.relative_to(ROOT)} to {copy.relative_to(ROOT)}"
