@@ -89,6 +89,24 @@ def own_redis() -> Iterator[RedisServer]:
             server.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster():  # type: ignore[no-untyped-def]
+    """A real 3-primary Redis Cluster on loopback for the session (`.url` is `redis+cluster://...`)."""
+    from gateway.bench.redis_servers import RedisClusterProcs
+
+    with RedisClusterProcs(masters=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel():  # type: ignore[no-untyped-def]
+    """A real Sentinel setup (primary, replica, 3 Sentinels; password) for the session."""
+    from gateway.bench.redis_servers import RedisSentinelProcs
+
+    with RedisSentinelProcs(password="sentinel-test-pw") as sentinel:
+        yield sentinel
+
+
 @pytest.fixture
 def emulators():  # type: ignore[no-untyped-def]
     """The vendor emulators (OpenAI, Anthropic, Gemini, DeepSeek) on a loopback port, frozen clock."""

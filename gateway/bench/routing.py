@@ -124,7 +124,7 @@ class Result:
     wall: float
     requests: int
     per_replica: Counter[str]
-    errors: Counter[int]  # failed requests by HTTP status (599: connection error)
+    errors: Counter[str]  # failed requests by HTTP status or client exception
     reasons: Counter[str]
 
     def q(self, p: float) -> float:
@@ -158,6 +158,13 @@ async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], ou
     return 200, "".join(parts), first
 
 
+_CLIENT_ERRORS: Counter[str] = Counter()
+
+
+def _failed(exc: BaseException) -> None:
+    _CLIENT_ERRORS[f"{type(exc).__name__}: {exc}"[:120]] += 1
+
+
 class DirectTarget:
     """The router in this process; each request streamed straight to the chosen replica."""
 
@@ -183,7 +190,8 @@ class DirectTarget:
         router.begin(replica)
         try:
             status, text, first = await _send(self.http, replica.base_url, body, out)
-        except aiohttp.ClientError:
+        except aiohttp.ClientError as exc:
+            _failed(exc)
             status, text, first = 599, "", 0.0
         router.end(replica, ok=status == 200, status=status)
         return status, text, first
@@ -226,7 +234,8 @@ class GatewayTarget:
         try:
             return await _send(self.http, self.server.url + "/v1", body, out,
                                {"authorization": f"Bearer {self.KEY}"})
-        except aiohttp.ClientError:
+        except aiohttp.ClientError as exc:
+            _failed(exc)
             return 599, "", 0.0
 
 
@@ -274,7 +283,8 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     decided = _decisions()
     queue = list(reversed(wl.sessions))
     ttfts: list[float] = []
-    errors: Counter[int] = Counter()
+    errors: Counter[str] = Counter()
+    _CLIENT_ERRORS.clear()
 
     async def worker() -> None:
         while queue:
@@ -285,7 +295,7 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                 t0 = time.perf_counter()  # before the routing decision: its cost is part of TTFT
                 status, text, first = await target.call(body, wl.output_tokens)
                 if status != 200:
-                    errors[status] += 1
+                    errors[str(status)] += 1
                     break
                 ttfts.append(first - t0)
                 if turn < len(session.followups):
@@ -296,6 +306,8 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.perf_counter() - start
     reasons = _decisions() - decided
+    if errors.pop("599", 0):
+        errors.update(_CLIENT_ERRORS)
     await target.stop()
     hits, queries, served = await _replica_counts(http, urls)
     return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons)
@@ -388,7 +400,7 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                 out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
                                     "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
                                     "per_replica": dict(r.per_replica), "reasons": dict(r.reasons),
-                                    "errors": {str(k): v for k, v in r.errors.items()}}
+                                    "errors": dict(r.errors)}
                                 for p, r in results.items()}
     finally:
         await asyncio.to_thread(replicas.stop)

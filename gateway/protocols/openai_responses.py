@@ -112,6 +112,8 @@ class OpenAIResponsesAdapter(AdapterBase):
         extra: dict[str, Any] = {}
         if body.get("service_tier"):
             extra["service_tier"] = body["service_tier"]
+        if stored_id(body):
+            extra["id"] = stored_id(body)
         if refusals:
             extra["refusal"] = "".join(refusals)
         return Answer(
@@ -128,9 +130,9 @@ class OpenAIResponsesAdapter(AdapterBase):
         return ResponsesStreamParser(provider)
 
     def render_answer(self, answer: Answer, request_body: dict[str, Any], response_id: str) -> dict[str, Any]:
-        rid = with_prefix("resp_", response_id)
-        base = rid[len("resp_"):]
         x = answer.extra.get(NAME) or {}
+        rid = x.get("id") or with_prefix("resp_", response_id)
+        base = rid[len("resp_"):]
         output: list[dict[str, Any]] = []
         if answer.text or x.get("refusal") or not answer.tool_calls:
             output.append(message_item(f"msg_{base}", answer.text, x.get("refusal")))
@@ -148,6 +150,14 @@ class OpenAIResponsesAdapter(AdapterBase):
 
     def upstream_stream_body(self, body: dict[str, Any]) -> tuple[dict[str, Any], None]:
         return body, None  # usage always arrives in response.completed
+
+
+def stored_id(response: dict[str, Any]) -> str | None:
+    """The id of a response OpenAI stored (`store` is not false): a replay of a cached answer keeps
+    it, so a client that chains `previous_response_id` from a cache hit continues the same stored
+    conversation upstream instead of naming an id OpenAI never saw."""
+    rid = response.get("id")
+    return rid if isinstance(rid, str) and rid.startswith("resp_") and response.get("store") is not False else None
 
 
 adapter = OpenAIResponsesAdapter()

@@ -133,6 +133,8 @@ class ResponsesStreamParser:
                 out.append(Start(model=resp.get("model") or ""))
             if resp.get("service_tier"):
                 self._extra["service_tier"] = resp["service_tier"]
+            if isinstance(resp.get("id"), str) and resp["id"].startswith("resp_") and resp.get("store") is not False:
+                self._extra["id"] = resp["id"]  # see openai_responses.stored_id
             self._finished = True
             finish = finish_of(resp.get("status"), resp.get("incomplete_details"), bool(self._calls))
             out.append(Finish(finish_reason=finish, usage_raw=resp.get("usage") or {}))
@@ -154,7 +156,7 @@ class ResponsesStreamRenderer:
     def __init__(self, request_body: dict[str, Any], response_id: str, include_usage: bool,
                  extra: dict[str, Any] | None = None) -> None:
         self._req = request_body
-        self._id = with_prefix("resp_", response_id)
+        self._id = (extra or {}).get("id") or with_prefix("resp_", response_id)
         self._base = self._id[len("resp_"):]
         self._created = now()
         self._model = request_body.get("model") or ""

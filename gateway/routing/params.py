@@ -27,7 +27,7 @@ class RoutingParams(BaseModel):
     w_load: float = Field(1.0, ge=0)  # weight of (load − min load) / (mean load + 1) against the uncached share
     w_kv: float = Field(0.25, ge=0)  # weight of (kv_cache_usage_perc − the lowest one)
     # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`
-    # AND is at least `balance_rel` × the mean load (SGLang's two conditions, applied per replica).
+    # AND is at least `balance_rel` × that least load (SGLang's two conditions, applied per replica).
     balance_abs: float = Field(4, ge=0)
     balance_rel: float = Field(1.5, ge=1)
 

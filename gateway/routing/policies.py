@@ -111,8 +111,9 @@ class CacheAware(Policy):
     """Session affinity, then the cheapest replica by (uncached prompt share + load), under a load guard.
 
     1. Load guard: a replica is overloaded when load − min load ≥ `balance_abs` AND
-       load ≥ `balance_rel` × mean load (load = this gateway's in-flight requests + the running/waiting
-       requests of other gateways seen in the last scrape). Overloaded replicas take nothing new.
+       load ≥ `balance_rel` × min load — SGLang's two conditions, per replica (load = this gateway's
+       in-flight requests + the running/waiting requests of other gateways seen in the last scrape).
+       Overloaded replicas take nothing new, not even their own sessions.
     2. A session bound to a replica that is not overloaded goes there (reason `session`).
     3. Otherwise each replica that is not overloaded costs
            (1 − matched share of the prompt) + w_load × (load − min load) / (mean load + 1)
@@ -141,10 +142,9 @@ class CacheAware(Policy):
 
     def overloaded(self, candidates: list[Replica]) -> set[str]:
         p = self.params
-        loads = [r.load for r in candidates]
-        low, mean = min(loads), sum(loads) / len(loads)
+        low = min(r.load for r in candidates)
         return {r.name for r in candidates
-                if r.load - low >= max(p.balance_abs, 1e-9) and r.load >= p.balance_rel * mean}
+                if r.load - low >= max(p.balance_abs, 1e-9) and r.load >= p.balance_rel * low}
 
     def select(self, req: RouteRequest, candidates: list[Replica], bound: Replica | None) -> tuple[Replica, str]:
         p = self.params

@@ -78,6 +78,10 @@ def skip_reason(ctx: RequestContext, policy: SemanticCachePolicy | None, user_sc
     body = ctx.body
     if ctx.adapter.name == "openai_responses" and (body.get("previous_response_id") or body.get("conversation")):
         return "server-side history"  # the earlier turns are not in the request: nothing to hash
+    if ctx.adapter.name == "openai_responses" and body.get("store") is not False:
+        # OpenAI stores this response and the client may chain `previous_response_id` from its id;
+        # another question's answer cannot carry an id that continues this question's conversation.
+        return "stored response"
     conv = ctx.conversation
     question = conv.final_user_text
     if not question or not question.strip():

@@ -32,6 +32,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from redis._parsers.commands import AsyncCommandsParser
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -89,15 +90,17 @@ class ClusterStore(RedisStore):
                 require_full_coverage=False,
                 **options,
             )
+            client.commands_parser = _CommandTable()
         super().__init__(url, timeout, max_connections, client=client, max_extra=max_extra)
         self._cluster: RedisCluster = client
         self._refresh: asyncio.Task[Any] | None = None
 
     # ---- the deadline wrapper -----------------------------------------------------------------
     async def _call(self, op: Callable[[], Awaitable[T]], items: int = 1, read: bool = False) -> T:
+        if getattr(self._cluster, "_initialize", False):  # set by redis-py: topology unknown or stale
+            await self._await_topology()
+
         async def run() -> T:
-            if getattr(self._cluster, "_initialize", False):  # set by redis-py: topology unknown or stale
-                await asyncio.shield(self._topology())
             try:
                 return await op()
             except (ClusterDownError, TryAgainError) as exc:
@@ -108,6 +111,19 @@ class ClusterStore(RedisStore):
                 raise StoreUnavailable(f"redis cluster unavailable: {type(exc).__name__}: {exc}") from exc
 
         return await super()._call(run, items, read)
+
+    async def _await_topology(self) -> None:
+        """Wait for the topology (re)load: at start, and after a connection error or failover. It
+        reads CLUSTER SLOTS (and, the first time, COMMAND): tens of ms of CPU, more than a call's
+        deadline on a busy machine, so it gets the connect timeout instead, and it runs shielded:
+        a waiter that gives up leaves it running for the next ones."""
+        try:
+            async with asyncio.timeout(self.timeout + self.max_extra):
+                await asyncio.shield(self._topology())
+        except TimeoutError as exc:
+            raise StoreUnavailable("redis cluster topology not loaded in time") from exc
+        except (RedisError, RedisClusterException, OSError) as exc:
+            raise StoreUnavailable(f"redis cluster unreachable: {type(exc).__name__}: {exc}") from exc
 
     def _topology(self) -> asyncio.Task[Any]:
         """The running topology refresh, or a new one (one at a time, never cancelled by a caller)."""
@@ -124,7 +140,7 @@ class ClusterStore(RedisStore):
 
     async def _scan_targets(self, prefix: str) -> list[ClusterNode]:
         if getattr(self._cluster, "_initialize", False):
-            await self._call(lambda: asyncio.sleep(0))  # the refresh, under the deadline
+            await self._await_topology()
         slot = prefix_slot(prefix)
         if slot is not None:
             nodes = self._cluster.nodes_manager.slots_cache.get(slot)
@@ -154,6 +170,17 @@ class ClusterStore(RedisStore):
             self._refresh.cancel()
         with contextlib.suppress(RedisError, RedisClusterException, OSError):
             await self._cluster.aclose()
+
+
+class _CommandTable(AsyncCommandsParser):
+    """redis-py's key-position table (from `COMMAND`), read once: redis-py re-reads it on every
+    topology refresh, a large reply that costs ~10 ms of CPU each time a node fails."""
+
+    async def initialize(self, node: ClusterNode | None = None) -> None:
+        if node is not None:
+            self.node = node
+        if not self.commands:
+            await super().initialize()
 
 
 def _consume(task: asyncio.Task[Any]) -> None:

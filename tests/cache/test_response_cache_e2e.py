@@ -1,5 +1,6 @@
 """Acceptance suite of the exact response cache: official SDKs → the gateway (uvicorn, real app)
-→ the vendor emulators, with the store embedded or on a real redis-server (every test runs on both).
+→ the vendor emulators, with the store embedded, on a real redis-server, or on a real 3-primary
+Redis Cluster (every test runs on each).
 
 Upstream calls are counted by the emulators; `x-gateway-cache` is read from the SDKs' raw responses.
 """
@@ -81,9 +82,10 @@ def _start(settings: Settings, emu: EmulatorSet) -> Gateway:
     return Gateway(server.url, server, parts, emu)
 
 
-@pytest.fixture(scope="module", params=["memory", "redis"])
+@pytest.fixture(scope="module", params=["memory", "redis", "cluster"])
 def gw(request: pytest.FixtureRequest, emu: EmulatorSet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    redis_url = request.getfixturevalue("redis_server").url if request.param == "redis" else None
+    servers = {"redis": "redis_server", "cluster": "redis_cluster"}  # cluster: a 3-primary Redis Cluster
+    redis_url = request.getfixturevalue(servers[request.param]).url if request.param in servers else None
     gateway = _start(_settings(emu, tmp_path_factory.mktemp(request.param), redis_url), emu)
     try:
         yield gateway
@@ -373,7 +375,9 @@ def test_redis_killed_mid_run_fails_nothing_and_hits_resume(emu: EmulatorSet, ow
         assert _wait_for(lambda: "response-hit" in seen), seen
         own_redis.stop()  # killed like a crash, while four clients keep sending
         mark = len(seen)
-        assert _wait_for(lambda: len(seen) >= mark + 20, 1.5), "requests stalled while Redis was down"
+        # no stall: 20 more answers come as fast as the clients can ask (seconds, not the minutes a
+        # proxy waiting on a dead Redis takes); the bound is loose because this machine is shared.
+        assert _wait_for(lambda: len(seen) >= mark + 20, 10), "requests stalled while Redis was down"
         assert set(seen[mark + 4:]) == {"miss"}  # proxied as misses (the first few may have hit just before)
         assert httpx2.get(gw.url + "/readyz").status_code == 200
         own_redis.start()  # an empty Redis: what was stored before is gone

@@ -53,7 +53,13 @@ def test_parse_answer() -> None:
     answer = adapter.parse_answer(body, "openai")
     assert answer.text == "Checking." and answer.finish_reason == "tool_calls"
     assert [(c.id, c.name, c.arguments) for c in answer.tool_calls] == [("call_1", "f", '{"a":1}')]
-    assert answer.usage_raw is body["usage"] and answer.extra == {"openai_responses": {"service_tier": "default"}}
+    # the stored response's id is kept: a replay hands out an id OpenAI knows (previous_response_id)
+    assert answer.usage_raw is body["usage"]
+    assert answer.extra == {"openai_responses": {"service_tier": "default", "id": "resp_1"}}
+    assert adapter.render_answer(answer, {"model": "gpt-4.1"}, "gw-1")["id"] == "resp_1"
+    unstored = adapter.parse_answer({**body, "store": False}, "openai")
+    assert "id" not in unstored.extra["openai_responses"]
+    assert adapter.render_answer(unstored, {"model": "gpt-4.1"}, "gw-1")["id"] != "resp_1"
     cut = {**body, "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}
     assert adapter.parse_answer(cut, "openai").finish_reason == "length"
 

@@ -133,7 +133,7 @@ async def test_load_guard_thresholds_need_both_absolute_and_relative_excess() ->
     policy = make_policy("cache_aware", RoutingParams(balance_abs=4, balance_rel=1.5))
     replicas = [Replica(u) for u in URLS]
     for r, load in zip(replicas, (20, 18, 17, 16), strict=True):
-        r.inflight = load  # 20 − 16 ≥ 4 but 20 < 1.5 × 17.75: busy everywhere is not overload
+        r.inflight = load  # 20 − 16 ≥ 4 but 20 < 1.5 × 16: busy everywhere is not overload
     assert policy.overloaded(replicas) == set()  # type: ignore[attr-defined]
     replicas[0].inflight = 40
     assert policy.overloaded(replicas) == {replicas[0].name}  # type: ignore[attr-defined]

@@ -131,7 +131,9 @@ def ask(gw: Gateway, protocol: str, question: str, *, stream: bool = False, tena
                 else:
                     text = raw.parse().choices[0].message.content or ""
             else:
+                # store=False: a stored response can be chained by id, so only unstored ones take semantic hits
                 kw: dict[str, Any] = {"instructions": system} if system else {}
+                kw["store"] = False
                 raw = client.responses.with_raw_response.create(model=model or "gpt-4o-mini", input=question,
                                                                 stream=stream, extra_headers=extra, **kw)
                 if stream:
@@ -283,3 +285,15 @@ def test_qdrant_unavailable_requests_succeed(emu: EmulatorSet, tmp_path: Path) -
             assert first.cache == "miss" and first.text and again.cache == "miss" and again.text
     finally:
         down.server.stop()
+
+
+def test_stored_responses_skip_the_semantic_layer(gw: Gateway) -> None:
+    """A Responses answer OpenAI stored can be chained by id: another question's answer must not be
+    handed out under it, so `store` not false skips the layer."""
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key=KEYS["acme"], max_retries=0)
+    first = client.responses.with_raw_response.create(model="gpt-4o-mini", input="How do I export a report to PDF?")
+    assert first.headers["x-gateway-cache"] in ("miss", "bypass")
+    settle(gw)
+    assert count(gw, "acme") == 0  # never written
+    again = client.responses.with_raw_response.create(model="gpt-4o-mini", input="How can I export a report as PDF?")
+    assert again.headers["x-gateway-cache"] != "semantic-hit"

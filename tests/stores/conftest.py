@@ -1,4 +1,5 @@
-"""The `store` fixture: every KVStore contract test runs against the embedded store and a real Redis."""
+"""The `store` fixture: every KVStore contract test runs against the embedded store and a real Redis
+(single, a 3-primary Cluster, and Sentinel-managed)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from gateway.config import Settings
 from gateway.stores import KVStore, open_store
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster", "sentinel"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[KVStore]:
     if request.param == "memory":
         kv = open_store(Settings())
     else:
-        server = request.getfixturevalue("redis_server")
-        kv = open_store(Settings(redis_url=server.url))
+        fixture = {"redis": "redis_server", "cluster": "redis_cluster", "sentinel": "redis_sentinel"}[request.param]
+        kv = open_store(Settings(redis_url=request.getfixturevalue(fixture).url))
     try:
         yield kv
     finally:
