@@ -7,6 +7,8 @@ protocol, so later stages (rewrite, provider-cache injection) always edit a nati
 
 from __future__ import annotations
 
+import re
+
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.protocols import get_adapter
@@ -21,6 +23,7 @@ _DROP_REQUEST = frozenset({
     "accept-encoding", "content-type", "expect", "forwarded", "x-forwarded-for", "x-forwarded-host",
     "x-forwarded-proto", "x-real-ip", "cache-control",
 })
+_PATH_SAFE_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a Gemini model id is made of
 _NATIVE_PATHS = {"openai_chat": "/chat/completions", "openai_responses": "/responses"}
 _ANTHROPIC_VERSION = "2023-06-01"
 
@@ -35,6 +38,10 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     provider = providers.for_model(model, adapter.vendor)
     if provider is None:
         raise unknown_model(model)
+    if provider.vendor == "gemini" and not path_safe_model(model):
+        # Gemini takes the model in the URL path: `/`, `..`, `?`, `#` or `%` there would reach
+        # other endpoints of the vendor with the gateway's key.
+        raise GatewayError(400, f"`{model[:100]}` is not a valid Gemini model name.")
     ctx.provider = provider.name
     ctx.upstream_base_url = provider.base_url
 
@@ -59,6 +66,11 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
         ctx.upstream_body, ctx.upstream_path = body, path
 
     ctx.upstream_headers = upstream_headers(ctx, provider, providers)
+
+
+def path_safe_model(model: str) -> bool:
+    """True when `model` can stand in an upstream URL path as it is (Gemini's `/models/{model}:...`)."""
+    return bool(_PATH_SAFE_MODEL.fullmatch(model)) and ".." not in model
 
 
 def unknown_model(model: str) -> GatewayError:

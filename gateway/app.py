@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from gateway.adapt import path_safe_model
 from gateway.admin import admin_router
 from gateway.assembly import Components, build_components
 from gateway.config import Settings
@@ -78,6 +79,8 @@ def create_app(settings: Settings | None = None, components: Components | None =
         model, _, action = target.partition(":")
         if version not in _GEMINI_VERSIONS or action not in ("generateContent", "streamGenerateContent", "countTokens"):
             return _not_found("gemini", request.url.path)
+        if not path_safe_model(model.removeprefix("models/")):  # it goes into the upstream path as it is
+            return _error("gemini", 400, f"`{model[:100]}` is not a valid Gemini model name.")
         if action == "countTokens":
             return await forward(gw, request, "gemini", "count_tokens", f"/{version}/models/{target}",
                                  provider_name="gemini")

@@ -31,6 +31,7 @@ from gateway.provider_cache.stage import ProviderCacheStage
 from gateway.providers import ProviderTable
 from gateway.respond import error_response
 from gateway.rewrite.stage import RewriteStage
+from gateway.routing import ReplicaPool, Router, RouteStage
 from gateway.semantic import SemanticCacheStage
 from gateway.stores import open_store
 from gateway.stores.base import KVStore
@@ -116,6 +117,13 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
     gateway.ownership = CachedContentOwnership(store)
     parts = Components(settings=settings, registry=registry, store=store, providers=providers, pipeline=pipeline,
                        clients=clients, gateway=gateway)
+    route = pipeline.stage("route")
+    if isinstance(route, RouteStage):
+        # The pool answers which models it serves; the router retries on another replica while no
+        # byte has reached the client.
+        providers.pool_serves = route.router.pool.serves
+        gateway.failover = route.router
+        parts.pool = route.router.pool
     for stage in pipeline.stages:
         layer = PURGE_LAYERS.get(stage.name)
         if layer is not None and hasattr(stage, "purge"):
@@ -143,4 +151,10 @@ class Layers:
             SemanticCacheStage(self.settings),
             RewriteStage(),
             ProviderCacheStage(self.settings, self.store, clients=self.clients, prices=usage.prices),
+            *self.route(),
         ]
+
+    def route(self) -> list[Stage]:
+        if not self.settings.vllm_endpoints:
+            return []
+        return [RouteStage(Router(ReplicaPool.from_settings(self.settings), self.settings.routing, self.store))]

@@ -35,6 +35,7 @@ from gateway.upstream.call import ErrorHook, Failover, open_upstream
 from gateway.upstream.client import UpstreamClients
 
 log = logging.getLogger("gateway.access")
+MAX_JSON_DEPTH = 254  # the deepest body orjson can serialize again for the upstream
 
 
 def new_request_id() -> str:
@@ -66,6 +67,13 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
         raise GatewayError(400, f"The request body is not valid JSON: {exc.msg} (at byte {exc.pos}).") from exc
     if not isinstance(body, dict):
         raise GatewayError(400, "The request body must be a JSON object.")
+    # orjson reads 1024 levels of nesting but writes at most 254: a deeper body could be read, yet
+    # never forwarded (a 500 later). Only a body with that many brackets can be that deep.
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH:
+        try:
+            orjson.dumps(body)
+        except orjson.JSONEncodeError as exc:
+            raise GatewayError(400, f"The request body is nested more than {MAX_JSON_DEPTH} levels deep.") from exc
     return body
 
 

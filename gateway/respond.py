@@ -188,6 +188,11 @@ async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
             body = orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
     elif ctx.translated:
         body = orjson.dumps(ctx.adapter.error_body(up.status, *upstream_adapter.parse_error(up.status, raw)))
+    elif not _is_json(raw):
+        # e.g. a proxy's "502 Bad Gateway" page in front of a replica: relayed as JSON in the
+        # caller's vendor shape, since the response says application/json
+        text = raw[:300].decode("utf-8", "replace").strip() or f"status {up.status}"
+        body = orjson.dumps(ctx.adapter.error_body(up.status, f"The upstream ({ctx.provider}) answered: {text}"))
     if answer is not None:
         _complete(ctx, answer, "upstream")
     else:
@@ -259,6 +264,14 @@ def _stream_failure(ctx: RequestContext, parser: StreamParser) -> tuple[str, str
         return f"The upstream ({ctx.provider}) stream ended before the answer was complete.", None
     upstream_adapter = ctx.upstream_adapter or ctx.adapter
     return upstream_adapter.parse_error(502, orjson.dumps(parser.error))
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _tap(taps: Iterable[Callable[[Event], None]], events: list[Event]) -> None:

@@ -78,7 +78,7 @@ def benchmarks() -> list[Bench]:
 
 def run_one(b: Bench, quick: bool, scratch: Path, timeout: float, log) -> None:  # type: ignore[no-untyped-def]
     args = b.args(quick)
-    shown = f"llm-cache-gateway bench {b.cli} {' '.join(args)}".strip()
+    shown = f"llm-cache-gateway bench {b.cli} {' '.join(_shown(a) for a in args)}".strip()
     extra: list[str] = []
     md, js = scratch / f"{b.id}.md", scratch / f"{b.id}.json"
     if "write" in b.out:
@@ -115,6 +115,11 @@ def run_one(b: Bench, quick: bool, scratch: Path, timeout: float, log) -> None: 
             pass
 
 
+def _shown(arg: str) -> str:
+    """A path argument as the repository root sees it (`../shared/eval/...`), for the docs."""
+    return os.path.relpath(arg, ROOT) if arg.startswith("/") and Path(arg).exists() else arg
+
+
 # ---- the document --------------------------------------------------------------------------------------------
 
 
@@ -148,7 +153,7 @@ def section(b: Bench, quick: bool) -> str:
         body = _section_body(r["markdown"])
     else:
         body = "```text\n" + r.get("output", "").strip() + "\n```"
-    return "\n".join(head) + body + f"\n<!-- /bench:{b.id} -->\n"
+    return "\n".join(head) + "\n" + body + f"\n<!-- /bench:{b.id} -->\n"
 
 
 def _plots(benches: dict[str, Bench], img: Path) -> list[tuple[str, Path]]:

@@ -1,10 +1,12 @@
 """`llm-cache-gateway bench load`: two gateway processes on one Redis, driven per path.
 
-    llm-cache-gateway bench load [--concurrency 32] [--requests 1500] [--paths hit,hit-stream,semantic-hit,miss,miss-stream]
-        [--latency base=0.02,itl=0.0005] [--trace 150] [--qdrant 1000,5000] [--write docs/benchmarks.md]
+    llm-cache-gateway bench load [--concurrency 32] [--requests 1500] [--trace 150] [--qdrant 1000,5000]
+        [--redis single|cluster] [--paths hit,hit-stream,semantic-hit,miss,miss-stream] [--latency base=0.02,itl=0.0005]
+        [--write docs/benchmarks.md]
 
-Processes, each its own: a `redis-server` on loopback, the vendor emulators, two gateways
-(`llm-cache-gateway serve`, every layer) and this load generator (aiohttp, closed loop: each of
+Processes, each its own: a `redis-server` on loopback (`--redis cluster`: a 3-primary Redis
+Cluster), the vendor emulators, two gateways (`llm-cache-gateway serve`, every layer) and this load
+generator (aiohttp, closed loop: each of
 `--concurrency` clients sends its next request when its previous one is answered, alternating
 between the two gateways). Paths, one phase each, OpenAI Chat Completions:
 - `hit`: repeats of stored requests (response-cache hits), `hit-stream` the same streamed;
@@ -37,11 +39,10 @@ from typing import Any
 
 import aiohttp
 import orjson
-from redis import Redis
 
 from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop
 from gateway.bench.redis_accounting import Monitor, ServerStats, Traced, cpu_seconds, entry_bytes
-from gateway.bench.redis_servers import RedisSingle
+from gateway.bench.redis_servers import RedisClusterProcs, RedisSingle
 from gateway.bench.semantic_lookup import questions
 
 KEYS = {"bench": "sk-load-bench", "sem": "sk-load-sem"}
@@ -50,6 +51,7 @@ TENANTS: dict[str, dict[str, Any]] = {
     "sem": {"key": KEYS["sem"], "response_cache": {"enabled": False},
             "semantic_cache": {"enabled": True, "threshold": 0.90}},
 }
+FLUSH_WAIT = 1.2  # seconds: the usage recorder writes every 0.5 s
 PATHS = ("hit", "hit-stream", "semantic-hit", "miss", "miss-stream")
 EXPECT = {"hit": "response-hit", "hit-stream": "response-hit", "semantic-hit": "semantic-hit", "miss": "miss",
           "miss-stream": "miss"}
@@ -156,9 +158,16 @@ def _requests(path: str, args: argparse.Namespace) -> int:
     return args.requests
 
 
-async def run_phases(load: Load, gws: list[GatewayProcess], redis: RedisSingle, args: argparse.Namespace) -> list[Phase]:
+def _servers(redis: RedisSingle | RedisClusterProcs) -> list[tuple[int, int | None]]:
+    nodes = [redis.node] if isinstance(redis, RedisSingle) else redis.nodes
+    return [(n.port, n.proc.pid if n.proc else None) for n in nodes]
+
+
+async def run_phases(load: Load, gws: list[GatewayProcess], redis: RedisSingle | RedisClusterProcs,
+                     args: argparse.Namespace) -> list[Phase]:
     await load.seed()
-    client = Redis(port=redis.node.port)
+    servers = _servers(redis)
+    ports = [port for port, _ in servers]
     phases: list[Phase] = []
     for path in args.paths:
         off = [0]
@@ -166,24 +175,25 @@ async def run_phases(load: Load, gws: list[GatewayProcess], redis: RedisSingle, 
         await closed_loop(send, concurrency=args.concurrency, total=args.concurrency * 2)  # warm-up
         off[0] = 0
         total = _requests(path, args)
+        await asyncio.sleep(FLUSH_WAIT)  # the warm-up's usage records are written before we count
         cpu0 = [cpu_seconds(g.proc.pid if g.proc else None) for g in gws]
-        stats0 = ServerStats.read(client, redis.node.proc.pid if redis.node.proc else None)
+        stats0 = ServerStats.read(servers)
         result = await closed_loop(send, concurrency=args.concurrency, total=total)
-        stats1 = ServerStats.read(client, redis.node.proc.pid if redis.node.proc else None)
+        await asyncio.sleep(FLUSH_WAIT)  # and this phase's are, before we stop counting
+        stats1 = ServerStats.read(servers)
         cpu1 = [cpu_seconds(g.proc.pid if g.proc else None) for g in gws]
         phase = Phase(path, result, sum(b - a for a, b in zip(cpu0, cpu1, strict=True)) * 1000 / total,
                       stats0.per_request(stats1, total), off[0])
         if args.trace:
-            await asyncio.sleep(1.0)  # the previous phase's usage flush
-            with Monitor(redis.node.port) as mon:
+            with Monitor(ports) as mon:
                 await closed_loop(send, concurrency=min(8, args.concurrency), total=args.trace)
             phase.traced, phase.traced_requests = mon.traced, args.trace
         phases.append(phase)
-        print(f"{path:<13} {result.rate:7.1f} req/s  p50 {result.pct(50) * 1000:7.2f} ms  p99 {result.pct(99) * 1000:7.2f} ms"
-              f"  gateway CPU {phase.gateway_cpu_ms:.2f} ms/req  redis {phase.redis['commands']:.2f} cmd/req"
+        print(f"{path:<13} {result.rate:7.1f} req/s  p50 {result.pct(50) * 1000:7.2f} ms"
+              f"  p99 {result.pct(99) * 1000:7.2f} ms  gateway CPU {phase.gateway_cpu_ms:.2f} ms/req"
+              f"  redis {phase.redis['commands']:.2f} cmd/req"
               f"  errors {result.errors}  off-path {off[0]}", flush=True)
-    entry = entry_bytes(client, "gw:rc:{bench}:")
-    client.close()
+    entry = entry_bytes(ports, "gw:rc:{bench}:")
     phases[0].redis["entry_len"], phases[0].redis["entry_mem"] = entry
     return phases
 
@@ -212,7 +222,8 @@ def _start_pair(emu_url: str, redis_url: str) -> list[GatewayProcess]:
 
 def report(phases: list[Phase], args: argparse.Namespace, qdrant: Any, load_avg: tuple[float, float]) -> str:
     lines = [
-        f"Two gateway processes, one redis-server, the emulators (latency `{args.latency}`) and the load "
+        f"Two gateway processes, {'one redis-server' if args.redis == 'single' else 'a 3-primary Redis Cluster'}, "
+        f"the emulators (latency `{args.latency}`) and the load "
         f"generator on this machine ({os.cpu_count()} CPUs, shared with other work: load average "
         f"{load_avg[0]:.1f} before, {load_avg[1]:.1f} after). {args.concurrency} closed-loop clients "
         "alternate between the gateways. *Gateway CPU* is both processes' CPU time per request "
@@ -240,6 +251,13 @@ def report(phases: list[Phase], args: argparse.Namespace, qdrant: Any, load_avg:
             cells = [f"{p.traced.commands[layer] / n:.2f} (+{p.traced.scripted[layer] / n:.2f} Lua; "
                      f"{p.traced.arg_bytes[layer] / n:.0f} B)" for layer in layers]
             lines.append(f"| {p.path} | " + " | ".join(cells) + " |")
+        flushes = sum(p.traced.flushes for p in phases)
+        if flushes:
+            per_flush = sum(p.traced.commands["usage"] for p in phases) / flushes
+            lines += ["", f"Usage writes: {per_flush:.1f} commands per flush of one process (one tenant and model "
+                          "here; aggregates are summed per key before writing, so this grows with the distinct "
+                          "tenants, models and templates of a flush, not with requests), plus each request's record "
+                          "pushed onto two capped logs."]
     entry_len, entry_mem = phases[0].redis.get("entry_len"), phases[0].redis.get("entry_mem")
     if entry_len == entry_len:  # not NaN
         lines += ["", f"A stored response-cache entry (this run's ~40-token answers): {entry_len:.0f} bytes of value, "
@@ -250,7 +268,8 @@ def report(phases: list[Phase], args: argparse.Namespace, qdrant: Any, load_avg:
                       f"in segments (vectors {qdrant.dim * 4} B, payload with the compressed answer, payload "
                       f"indexes), {qdrant.wal_per_entry:.0f} bytes of WAL written per entry; extrapolated: "
                       f"{qdrant.per_million / 2**30:.2f} GiB per million entries (no HNSW graph: edge keeps "
-                      "these segments plain)."]
+                      f"these segments plain). A filtered top-5 search among the {qdrant.points[1]:,} took "
+                      f"{qdrant.search_cpu_ms:.2f} ms of CPU."]
     lines += ["", "Command: `llm-cache-gateway bench load " + " ".join(args.argv) + "`"]
     return "\n".join(lines)
 
@@ -265,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--semantic-keys", type=int, default=100, help="stored questions the semantic path rewords")
     p.add_argument("--latency", default="base=0.02,prefill=0,cached=0,itl=0.0005",
                    help="emulator latency model (the miss paths' upstream)")
+    p.add_argument("--redis", choices=("single", "cluster"), default="single",
+                   help="one redis-server, or a 3-primary Redis Cluster (redis+cluster://)")
     p.add_argument("--trace", type=int, default=150, help="requests per path under MONITOR (0: no trace)")
     p.add_argument("--qdrant", default="1000,5000", help="entry counts of the Qdrant size measurement ('' to skip)")
     p.add_argument("--write", type=Path, default=None, help="replace this benchmark's section of a markdown file")
@@ -278,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     from gateway.emulators.process import EmulatorProcess
 
     before = os.getloadavg()[0]
-    with EmulatorProcess(latency=args.latency) as emu, RedisSingle() as redis:
+    redis_procs = RedisSingle() if args.redis == "single" else RedisClusterProcs(masters=3)
+    with EmulatorProcess(latency=args.latency) as emu, redis_procs as redis:
         gws = _start_pair(emu.vendor_url, redis.url)
         try:
             phases = asyncio.run(run_phases(Load([g.url for g in gws], args), gws, redis, args))

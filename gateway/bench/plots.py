@@ -101,7 +101,7 @@ def routing(figures: dict[str, Any], out: Path) -> Path:
     plt = _plt()
     results = figures.get("results") or {}
     workloads = sorted(results)
-    fig, axes = plt.subplots(2, max(1, len(workloads)), figsize=(4.2 * max(1, len(workloads)), 6), squeeze=False)
+    fig, axes = plt.subplots(2, max(1, len(workloads)), figsize=(max(7.0, 4.2 * len(workloads)), 6), squeeze=False)
     for col, wl in enumerate(workloads):
         policies = list(results[wl])
         hit = [results[wl][p]["hit_rate"] for p in policies]
@@ -115,7 +115,8 @@ def routing(figures: dict[str, Any], out: Path) -> Path:
         for ax in (axes[0][col], axes[1][col]):
             ax.tick_params(axis="x", rotation=30, labelsize=8)
             ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle("Cache-aware routing vs other policies (bench routing; bound = one replica, unlimited KV)")
+    fig.suptitle("Cache-aware routing vs other policies (bench routing; bound = one replica, unlimited KV)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -26,7 +26,7 @@ from gateway.bench.semantic_lookup import questions
 from gateway.config import Settings
 from gateway.semantic.edge import EdgeStore
 from gateway.semantic.embedder import backend_from_settings
-from gateway.semantic.store import Entry, collection_name
+from gateway.semantic.store import Entry, MustFilter, collection_name
 
 ANSWER = ("To do that, open Settings, choose the item, and confirm with the button at the bottom. "
           "The change applies to every device signed in to the same account within a minute.")
@@ -39,6 +39,7 @@ class SizeResult:
     points: tuple[int, int]
     segments: tuple[int, int]  # bytes of the segments (vectors, payload, payload indexes, id tracker)
     wal: tuple[int, int]  # bytes of the write-ahead log
+    search_cpu_ms: float = float("nan")  # CPU per filtered top-5 search at the larger size
 
     @staticmethod
     def _slope(points: tuple[int, int], sizes: tuple[int, int]) -> float:
@@ -66,7 +67,8 @@ def du(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
-async def _fill(folder: Path, vectors: np.ndarray, texts: list[str], n: int, name: str, dim: int) -> None:
+async def _fill(folder: Path, vectors: np.ndarray, texts: list[str], n: int, name: str, dim: int) -> float:
+    """Write `n` entries; returns the CPU ms of one filtered top-5 search among them."""
     store = EdgeStore(folder, collection_name(name, dim), dim, timeout=60.0)
     await store.open()
     now = time.time()
@@ -84,7 +86,14 @@ async def _fill(folder: Path, vectors: np.ndarray, texts: list[str], n: int, nam
     if batch:
         await store.upsert(batch)
     assert await store.count() == n
+    searches = 300
+    cpu = time.process_time()
+    for i in range(searches):  # the stage's query: tenant + context + version + unexpired, top 5
+        must = MustFilter(tenants[i % len(tenants)], f"{i % 97:064x}", "", now)
+        await store._query(must, vectors[(i * 7) % len(vectors)].tolist(), 5, 0.0)
+    search_ms = (time.process_time() - cpu) * 1000 / searches
     await store.close()  # flushed: what is on disk is the engine's whole state
+    return search_ms
 
 
 def sizes(folder: Path) -> tuple[int, int]:
@@ -101,15 +110,16 @@ def measure(small: int = 1000, large: int = 5000, distinct: int = 2000) -> SizeR
     for n in (small, large):
         folder = Path(tempfile.mkdtemp(prefix="gw-qdrant-size-"))
         try:
-            asyncio.run(_fill(folder, vectors, texts, n, backend.name, backend.dim))
+            search_ms = asyncio.run(_fill(folder, vectors, texts, n, backend.name, backend.dim))
             found.append(sizes(folder))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    return SizeResult(backend.dim, backend.name, (small, large), (found[0][0], found[1][0]), (found[0][1], found[1][1]))
+    return SizeResult(backend.dim, backend.name, (small, large), (found[0][0], found[1][0]), (found[0][1], found[1][1]),
+                      search_ms)
 
 
 if __name__ == "__main__":
     r = measure()
     print(f"{r.embedder} {r.dim}-d: segments {r.segments} B and WAL {r.wal} B for {r.points} entries → "
           f"{r.per_entry:.0f} B/entry ({r.per_million / 2**30:.2f} GiB per million; vectors alone "
-          f"{r.dim * 4} B), WAL {r.wal_per_entry:.0f} B written per entry")
+          f"{r.dim * 4} B), WAL {r.wal_per_entry:.0f} B written per entry; {r.search_cpu_ms:.2f} ms CPU per search")

@@ -72,15 +72,16 @@ class Session:
 class Workload:
     name: str
     title: str
-    sessions: list[Session]
+    sessions: list[Session]  # run by the clients, each session's turns back to back
     output_tokens: int
-    # Clients per `--concurrency` unit. (c) runs 25% more, so that with one client in five busy with a
-    # one-off request as many agent sessions are in flight as in (a).
-    clients: float = 1.0
+    # Unrelated traffic: one single-turn request is sent, outside the clients, after every
+    # `one_off_every` session requests (other users' requests arriving while the agents work).
+    one_offs: list[Session] = field(default_factory=list)
+    one_off_every: int = 4
 
     @property
     def requests(self) -> int:
-        return sum(1 + len(s.followups) for s in self.sessions)
+        return sum(1 + len(s.followups) for s in self.sessions) + len(self.one_offs)
 
 
 def agent_sessions(w: Words, rng: random.Random, n: int) -> list[Session]:
@@ -103,15 +104,13 @@ def make_workloads(scale: float, seed: int) -> dict[str, Workload]:
     c_sessions = agent_sessions(w, rng, max(4, round(48 * scale)))
     session_requests = sum(1 + len(s.followups) for s in c_sessions)
     one_offs = [Session([{"role": "user", "content": w.text(rng.randint(1000, 3000))}])
-                for _ in range(session_requests // 4)]  # 20% of all requests
-    c = c_sessions + one_offs
-    rng.shuffle(c)
+                for _ in range(session_requests // 4)]  # one per 4 session requests: 20% of all requests
     return {
         "a": Workload("a", f"(a) agent sessions: {len(a)} sessions of 5-30 turns", a, 24),
         "b": Workload("b", f"(b) generated shared prefix: {groups} groups x {per_group} prompts, "
                            "1500-token system prompt, 100-token question", b, 24),
         "c": Workload("c", f"(c) mixed: {len(c_sessions)} agent sessions + {len(one_offs)} one-off requests (20%)",
-                      c, 24, clients=1.25),
+                      c_sessions, 24, one_offs=one_offs),
     }
 
 
@@ -282,28 +281,44 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     await target.start()
     decided = _decisions()
     queue = list(reversed(wl.sessions))
+    one_offs = list(reversed(wl.one_offs))
+    side: list[asyncio.Task[str | None]] = []
     ttfts: list[float] = []
     errors: Counter[str] = Counter()
     _CLIENT_ERRORS.clear()
+    done = 0
+
+    async def send(messages: list[dict[str, str]]) -> str | None:
+        body = {"model": MODEL, "messages": messages, "stream": True, "max_tokens": wl.output_tokens}
+        t0 = time.perf_counter()  # before the routing decision: its cost is part of TTFT
+        status, text, first = await target.call(body, wl.output_tokens)
+        if status != 200:
+            errors[str(status)] += 1
+            return None
+        ttfts.append(first - t0)
+        return text
 
     async def worker() -> None:
+        nonlocal done
         while queue:
             session = queue.pop()
             messages = list(session.messages)
             for turn in range(1 + len(session.followups)):
-                body = {"model": MODEL, "messages": messages, "stream": True, "max_tokens": wl.output_tokens}
-                t0 = time.perf_counter()  # before the routing decision: its cost is part of TTFT
-                status, text, first = await target.call(body, wl.output_tokens)
-                if status != 200:
-                    errors[str(status)] += 1
+                text = await send(messages)
+                done += 1
+                if one_offs and done % wl.one_off_every == 0:
+                    side.append(asyncio.create_task(send(one_offs.pop().messages)))
+                if text is None:
                     break
-                ttfts.append(first - t0)
                 if turn < len(session.followups):
                     messages = [*messages, {"role": "assistant", "content": text},
                                 {"role": "user", "content": session.followups[turn]}]
 
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
+    while one_offs:  # whatever the sessions did not pace out
+        side.append(asyncio.create_task(send(one_offs.pop().messages)))
+    await asyncio.gather(*side)
     wall = time.perf_counter() - start
     reasons = _decisions() - decided
     if errors.pop("599", 0):
@@ -341,7 +356,7 @@ class Replicas:
 def report(wl: Workload, results: dict[str, Result], concurrency: int) -> tuple[list[str], dict[str, bool]]:
     bound = results.get(BOUND)
     rr = results.get("round_robin")
-    lines = [wl.title + f" ({wl.requests} requests, {round(concurrency * wl.clients)} clients)",
+    lines = [wl.title + f" ({wl.requests} requests, {concurrency} clients)",
              f"  {'policy':<16}{'hit rate':>9}{'/bound':>8}{'TTFT p50':>10}{'TTFT p99':>10}{'req/s':>8}"
              f"{'imbalance':>10}{'p50 vs rr':>10}{'errors':>7}"]
     for name, r in results.items():
@@ -392,7 +407,7 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                 results: dict[str, Result] = {}
                 for policy in [*policies, BOUND]:
                     urls = [replicas.bound_url] if policy == BOUND else replicas.urls
-                    results[policy] = await run_one(http, urls, policy, wl, round(args.concurrency * wl.clients),
+                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency,
                                                     orjson.loads(args.params), args.via == "gateway", folder)
                 lines, checks = report(wl, results, args.concurrency)
                 print("\n".join(lines) + "\n", flush=True)

@@ -28,7 +28,7 @@ class RoutingParams(BaseModel):
     w_kv: float = Field(0.25, ge=0)  # weight of (kv_cache_usage_perc − the lowest one)
     # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`
     # AND is at least `balance_rel` × that least load (SGLang's two conditions, applied per replica).
-    balance_abs: float = Field(4, ge=0)
+    balance_abs: float = Field(6, ge=0)
     balance_rel: float = Field(1.5, ge=1)
 
     # ---- session affinity ----

@@ -83,9 +83,10 @@ class ClusterStore(RedisStore):
                 startup_nodes=[ClusterNode(host, port) for host, port in parsed.hosts],
                 username=parsed.username, password=parsed.password, ssl=parsed.tls,
                 max_connections=max_connections,  # per node
-                # One retry, at once, after re-reading the topology: a call that meets a primary
-                # just replaced by its replica lands on the new one instead of failing.
-                retry=Retry(NoBackoff(), 1),
+                # No retry inside a call: redis-py would re-read the topology inline, under the
+                # call's deadline, and a refresh cancelled half-way closes every node connection.
+                # The next call refreshes it, shielded (`_await_topology`); this one is a miss.
+                retry=Retry(NoBackoff(), 0),
                 # Serve the slots that are covered while a shard is down (fail-open per slot).
                 require_full_coverage=False,
                 **options,

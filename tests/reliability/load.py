@@ -229,3 +229,22 @@ async def lost_usage(base_url: str, admin_key: str, ledger: Ledger, tenants: Ite
         if not lost or time.monotonic() > deadline:
             return dict(lost)
         await asyncio.sleep(0.5)
+
+
+async def lost_usage_in_redis(redis_url: str, ledger: Ledger, tenants: Iterable[str]) -> dict[str, set[str]]:
+    """Like `lost_usage`, reading the records straight from Redis with the gateway's own store and
+    query code (when no gateway is left running to ask)."""
+    from gateway.config import Settings
+    from gateway.stores import open_store
+    from gateway.usage import query
+
+    store = open_store(Settings.load(env={}, redis_url=redis_url, store_timeout=5.0))
+    try:
+        lost = {}
+        for tenant in tenants:
+            recorded = {r.get("request_id") for r in await query.records(store, tenant, 10_000)}
+            if missing := ledger.request_ids(tenant) - recorded:
+                lost[tenant] = missing
+        return lost
+    finally:
+        await store.close()

@@ -17,8 +17,8 @@ def test_workloads_have_the_documented_shape() -> None:
     assert len({s.messages[0]["content"] for s in a.sessions}) == 1  # one agent prompt shared by all sessions
     groups = {s.messages[0]["content"] for s in b.sessions}
     assert len(b.sessions) == 6 * len(groups)
-    one_offs = [s for s in c.sessions if len(s.messages) == 1]
-    assert 0.17 <= len(one_offs) / c.requests <= 0.23  # 20% of the requests
+    assert all(len(s.messages) == 1 and not s.followups for s in c.one_offs)
+    assert 0.19 <= len(c.one_offs) / c.requests <= 0.21  # 20% of the requests
 
 
 @pytest.mark.slow

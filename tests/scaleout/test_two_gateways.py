@@ -6,7 +6,9 @@ official SDKs. What is proven, each in its test:
 - 50 concurrent identical new requests spread over both gateways → one upstream call;
 - a Gemini CachedContent is created once, whichever gateway the requests reach;
 - an answer cached through one gateway is a hit through the other;
-- usage totals read from either gateway's admin API are the same, and add up both's traffic.
+- usage totals read from either gateway's admin API are the same, and add up both's traffic;
+- a session (`x-gateway-session`) goes to the same vLLM replica whichever gateway receives it: the
+  session → replica binding is routing state in the store (gateway/routing/sessions.py).
 
 The semantic cache is not shared here: without GATEWAY_QDRANT_URL each process has its own embedded
 Qdrant engine (qdrant-edge, one process per folder); production points every replica at one Qdrant
@@ -29,31 +31,36 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
+from redis import Redis
 
 from gateway.bench.common import GatewayProcess
 from gateway.emulators.harness import EmulatorSet
 
 ADMIN = "bench-admin"  # GatewayProcess's admin key
-KEYS = {"acme": "sk-acme-2gw", "gem": "sk-gem-2gw", "metered": "sk-metered-2gw"}
+KEYS = {"acme": "sk-acme-2gw", "gem": "sk-gem-2gw", "metered": "sk-metered-2gw", "route": "sk-route-2gw"}
 TENANTS: dict[str, dict[str, Any]] = {
     "acme": {"key": KEYS["acme"]},
     "gem": {"key": KEYS["gem"], "response_cache": {"enabled": False},
             "provider_cache": {"gemini": {"enabled": True, "ttl": "1h", "min_expected_reuses": 10}}},
     "metered": {"key": KEYS["metered"]},
+    "route": {"key": KEYS["route"], "response_cache": {"enabled": False}},
 }
+VLLM_MODEL = "Qwen/Qwen3-8B"  # what the emulated replicas serve
+REPLICAS = 3
 HANDBOOK = " ".join(f"Rule {i}: items bought in category {i} may be returned within {i + 10} days." for i in range(230))
+SYSTEM = f"You are Acme's support assistant. {HANDBOOK}"  # ~2,700 tokens: over Gemini's caching minimum
 
 
 @pytest.fixture(scope="module")
 def emu() -> Iterator[EmulatorSet]:
-    with EmulatorSet() as e:
+    with EmulatorSet(vllm_replicas=REPLICAS) as e:
         yield e
 
 
 @pytest.fixture(scope="module")
 def pair(emu: EmulatorSet, redis_server: Any) -> Iterator[tuple[GatewayProcess, GatewayProcess]]:
-    a = GatewayProcess(emu.vendor_url, TENANTS, redis_url=redis_server.url)
-    b = GatewayProcess(emu.vendor_url, TENANTS, redis_url=redis_server.url)
+    a, b = (GatewayProcess(emu.vendor_url, TENANTS, vllm_urls=list(emu.vllm_urls), redis_url=redis_server.url)
+            for _ in range(2))
     # Started side by side: each takes seconds to import and warm up.
     threads = [threading.Thread(target=g.start) for g in (a, b)]
     for t in threads:
@@ -146,7 +153,7 @@ def _generate(url: str, question: str) -> Any:
     try:
         return client.models.generate_content(
             model="gemini-2.5-flash", contents=question,
-            config=genai_types.GenerateContentConfig(system_instruction=f"You are Acme's support assistant. {HANDBOOK}"))
+            config=genai_types.GenerateContentConfig(system_instruction=SYSTEM))
     finally:
         client.close()
 
@@ -197,10 +204,46 @@ def test_usage_totals_read_from_either_gateway_are_the_same(pair: tuple[GatewayP
     deadline = time.monotonic() + 15
     while True:
         seen = [_totals(g.url, "metered") for g in (a, b, a)]
-        if seen[0]["requests"] == 13 and seen[0] == seen[1] == seen[2] or time.monotonic() > deadline:
+        if (seen[0]["requests"] == 13 and seen[0] == seen[1] == seen[2]) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     from_a, from_b = seen[0], seen[1]
     assert from_a == from_b
     assert from_a["requests"] == 13 and from_a["misses"] == 7 and from_a["hits"]["response"] == 6
     assert from_a["upstream"]["requests"] == 7 and from_a["saved_usd"] > 0 and from_a["cost_usd"] > 0
+
+
+def _counts(emu: EmulatorSet) -> list[int]:
+    return [emu.calls(f"vllm{i}.chat") for i in range(REPLICAS)]
+
+
+def test_the_same_session_routes_to_the_same_replica_from_either_gateway(
+        pair: tuple[GatewayProcess, GatewayProcess], emu: EmulatorSet, redis_server: Any) -> None:
+    clients = [openai.OpenAI(base_url=g.url + "/v1", api_key=KEYS["route"], max_retries=0) for g in pair]
+    sessions = [f"chat-{uuid.uuid4().hex[:10]}" for _ in range(8)]
+    placed: dict[str, int] = {}
+    try:
+        for s in sessions:
+            before = _counts(emu)
+            clients[0].chat.completions.create(
+                model=VLLM_MODEL, messages=[{"role": "user", "content": f"{s}: first turn"}],
+                extra_headers={"x-gateway-session": s}, max_tokens=8)
+            moved = [b - a for a, b in zip(before, _counts(emu), strict=True)]
+            assert sum(moved) == 1, moved
+            placed[s] = moved.index(1)
+        # Spread over replicas: were they all on one, both gateways would agree without sharing anything.
+        assert len(set(placed.values())) >= 2, placed
+        for turn in range(1, 5):
+            for s in sessions:
+                before = _counts(emu)
+                clients[turn % 2].chat.completions.create(
+                    model=VLLM_MODEL, messages=[{"role": "user", "content": f"{s}: turn {turn}"}],
+                    extra_headers={"x-gateway-session": s}, max_tokens=8)
+                moved = [b - a for a, b in zip(before, _counts(emu), strict=True)]
+                assert moved.index(1) == placed[s], (s, turn, placed[s], moved)
+    finally:
+        for c in clients:
+            c.close()
+    with Redis.from_url(redis_server.url) as r:
+        bindings = list(r.scan_iter(match="gw:route:*", count=1000))
+    assert len(bindings) >= len(sessions)

@@ -1,0 +1,76 @@
+"""Streaming behaviour of the respond step: a client disconnect ends the upstream stream; the
+SSE splitter handles every framing; a cut upstream stream is relayed but never completes."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx2
+import pytest
+
+from gateway.emulators.harness import EmulatorSet
+from gateway.respond import SSESplitter
+
+KEY = "key-acme"
+
+
+def _running(url: str) -> float:
+    text = httpx2.get(f"{url}/metrics").text
+    match = re.search(r"^vllm:num_requests_running(?:\{[^}]*\})? ([0-9.e+-]+)$", text, re.M)
+    assert match, text[:500]
+    return float(match.group(1))
+
+
+def test_a_client_disconnect_ends_the_upstream_stream(gateway_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with EmulatorSet(vllm_replicas=1) as emu:
+        gw = gateway_factory({"acme": {"key": KEY, "response_cache": {"enabled": False}}}, emulators_=emu)
+        client = gw.openai(KEY)
+        model = next(m.id for m in client.models.list() if m.owned_by == "vllm")
+        # ~200 tokens at 50 ms each: the upstream would stream for ~10 s
+        stream = client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "Tell me a long story."}], stream=True,
+            max_tokens=200, extra_headers={"x-emulator-latency": "itl=0.05"})
+        received = 0
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                received += 1
+            if received >= 2:
+                break
+        assert _running(emu.vllm_urls[0]) == 1
+        stream.close()  # the client goes away mid-answer
+        deadline = time.monotonic() + 3
+        while _running(emu.vllm_urls[0]) != 0:
+            assert time.monotonic() < deadline, "the upstream kept generating after the client left"
+            time.sleep(0.05)
+
+
+def test_a_cut_upstream_stream_reaches_the_client_as_an_error_not_a_clean_end(gw_plain) -> None:  # type: ignore[no-untyped-def]
+    import anthropic
+
+    client = gw_plain.anthropic(KEY)
+    with pytest.raises(anthropic.APIError), client.messages.stream(model="claude-sonnet-4-6", max_tokens=100,
+                                messages=[{"role": "user", "content": "Hi"}],
+                                extra_headers={"x-emulator-fault": "stream_error_after=2"}) as stream:
+        stream.get_final_message()
+
+
+@pytest.fixture
+def gw_plain(gateway_factory):  # type: ignore[no-untyped-def]
+    return gateway_factory({"acme": {"key": KEY, "response_cache": {"enabled": False}}})
+
+
+@pytest.mark.parametrize("sep", [b"\n\n", b"\r\n\r\n"])
+def test_sse_splitter_any_split(sep: bytes) -> None:
+    events = [b'data: {"a":1}', b"event: x\ndata: 2", b"data: [DONE]"]
+    stream = sep.join(events) + sep
+    for cut in range(1, len(stream)):
+        splitter = SSESplitter()
+        got = splitter.feed(stream[:cut]) + splitter.feed(stream[cut:])
+        if sep == b"\r\n\r\n":
+            got = [e.replace(b"\r\n", b"\n") for e in got]
+            expected = [e.replace(b"\r\n", b"\n") for e in events]
+        else:
+            expected = events
+        assert got == expected, cut
+        assert splitter.rest() == b""
