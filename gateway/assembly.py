@@ -60,6 +60,7 @@ class Components:
     purgers: dict[str, Purger] = field(default_factory=dict)
     background: list[Any] = field(default_factory=list)  # objects with start()/stop()
     started: bool = False
+    _watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         # Warm what the first translated request would otherwise load on the event loop.
@@ -67,10 +68,21 @@ class Components:
         for part in self.background:
             await part.start()
         await self.pipeline.start()
+        self._watch = asyncio.get_running_loop().create_task(self._watch_policies())
         self.started = True
+
+    async def _watch_policies(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.policy_check_interval)
+            try:
+                await self.registry.areload_if_changed()
+            except Exception:  # a bad read is retried next time; the serving set stays
+                log.exception("policy check failed")
 
     async def stop(self) -> None:
         self.started = False
+        if self._watch is not None:
+            self._watch.cancel()
         await self.gateway.drain()
         await self.pipeline.stop()
         for part in reversed(self.background):

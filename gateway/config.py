@@ -91,6 +91,9 @@ class Settings(_Section):
     read_timeout: Duration = 600.0  # between bytes; long generations stream for minutes
     max_body_bytes: int = 16 * 1024 * 1024
     store_timeout: Duration = 0.1  # Redis/Qdrant calls on the request path
+    # How often each process looks for changed policy files. The admin reload reaches only the
+    # process that answers it; this makes every replica and worker converge on the mounted files.
+    policy_check_interval: Duration = 10.0
     upstreams: list[UpstreamConfig] = Field(default_factory=list)
     prices: dict[str, PriceOverride] = Field(default_factory=dict)
     routing: RoutingConfig = RoutingConfig()

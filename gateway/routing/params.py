@@ -24,7 +24,7 @@ class RoutingParams(BaseModel):
 
     # ---- cache_aware choice ----
     cache_threshold: float = Field(0.3, ge=0, le=1)  # prefix share below which a decision is `least_loaded`
-    w_load: float = Field(1.0, ge=0)  # weight of (load − min load) / (mean load + 1) against the uncached share
+    w_load: float = Field(1.25, ge=0)  # weight of (load − min load) / (mean load + 1) against the uncached share
     w_kv: float = Field(0.25, ge=0)  # weight of (kv_cache_usage_perc − the lowest one)
     # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`
     # AND is at least `balance_rel` × that least load (SGLang's two conditions, applied per replica).

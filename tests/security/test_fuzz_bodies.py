@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from .conftest import KEYS, Probe, assert_error_shape, vendor_of
 
-EXAMPLES = 50
+EXAMPLES = 200
 
 scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=40)
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
@@ -86,7 +86,11 @@ def test_fuzzed_bodies_get_no_gateway_5xx_and_vendor_shaped_errors(probe: Probe,
         assert resp.status_code < 500 or not probe.gateway_5xx(resp.status_code, path, raw), \
             (resp.status_code, resp.text[:300], body)
         if resp.status_code >= 400:
-            assert_error_shape(vendor_of(path), resp)
+            try:
+                assert_error_shape(vendor_of(path), resp)
+            except Exception:
+                print("DEBUG", resp.status_code, dict(resp.headers), resp.text[:300], raw[:300])
+                raise
         elif "text/event-stream" not in resp.headers.get("content-type", ""):
             assert isinstance(resp.json(), dict)
 

@@ -49,7 +49,7 @@ def test_open_store_picks_the_cluster_client() -> None:
     assert store.inner.timeout == 0.05 and store.inner.atomic is False
 
 
-async def test_a_cluster_down_at_start_is_unavailable_then_used_once_up() -> None:
+async def test_a_cluster_down_at_start_fails_fast_as_unavailable() -> None:
     ports = [free_port() for _ in range(3)]
     store = open_store(Settings(redis_url="redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in ports)))
     started = time.monotonic()

@@ -99,8 +99,8 @@ Usage: include "lcg.subchartFullname" (dict "chart" "valkey" "values" .Values.va
 {{- end }}
 
 {{/*
-Redis URL the gateway uses: stores.redis.url when set (it also overrides the bundled Valkey, e.g. to
-go through a Sentinel-aware proxy), else the bundled Valkey's Service, else empty (the gateway's
+Redis URL the gateway uses: stores.redis.url when set (it also overrides the bundled Valkey, e.g. a
+redis+sentinel:// or redis+cluster:// URL), else the bundled Valkey's Service, else empty (the gateway's
 embedded in-process store). stores.redis.urlSecret, handled by the Deployment, wins over all.
 */}}
 {{- define "lcg.redisURL" -}}
