@@ -34,6 +34,9 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     if not isinstance(model, str) or not model:
         raise GatewayError(400, "The request has no `model`.")
     ctx.model = model
+    if adapter.vendor != "gemini" and not isinstance(ctx.body.get("stream", False), bool | None):
+        # the vendors refuse it too; relayed, the upstream could stream an answer the gateway reads as whole
+        raise GatewayError(400, "`stream` must be true or false.")
     ctx.stream = adapter.is_stream(ctx.body, ctx.path_stream)
     provider = providers.for_model(model, adapter.vendor)
     if provider is None:

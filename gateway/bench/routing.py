@@ -392,7 +392,8 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     out: dict[str, Any] = {}
     all_checks: dict[str, bool] = {}
     await asyncio.to_thread(replicas.start)
-    connector = aiohttp.TCPConnector(limit=0)
+    # Below uvicorn's 5 s keep-alive: never reuse a connection the gateway is closing (a client-side race).
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=3)
     scratch = tempfile.TemporaryDirectory(prefix="bench-routing-")
     folder = Path(scratch.name)
     try:

@@ -10,6 +10,13 @@ overall, by language and by kind, with bare cosine at the same cosine cut beside
 `--cross-validate` also estimates held-out behaviour: for every split of the domains into two
 halves, the guard's ratios and the threshold are tuned on one half (the best recall with precision
 ≥ 0.97 and hard-negative false hits ≤ 2%) and measured on the other.
+
+Then the *ceilings*, for diagnosis (each at its best threshold, chosen after the fact, so an upper
+bound and not a setting): bare cosine's ROC AUC, the best recall it reaches at precision
+≥ `--at-precision` (0.90) and its precision at recall `--at-recall` (0.40); the same for the live
+decision (guard + cosine) over every threshold; and the share of reusable pairs the guard lets
+through at all, whatever the cosine — the recall no threshold and no embedder can exceed with
+these guard settings.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ import numpy as np
 from gateway.config import Settings
 from gateway.policy.models import SemanticCachePolicy
 from gateway.semantic.embedder import backend_from_settings
-from gateway.semantic.guard import GuardParams, cosine_for, decide
+from gateway.semantic.guard import GuardParams, check, cosine_for, decide
+from gateway.semantic.lexical import analyze
 from gateway.semantic.options import SemanticOptions
 
 UNRELATED = {"unrelated", "unrelated_same_topic", "qqp_not_duplicate"}
@@ -101,8 +109,90 @@ def judge(rows: list[dict[str, Any]], sims: np.ndarray, raw_threshold: float, pa
                      for r, c in zip(rows, sims, strict=True)])
 
 
+def guard_scores(rows: list[dict[str, Any]], sims: np.ndarray, params: GuardParams) -> np.ndarray:
+    """Each pair's cosine as the live decision sees it, -inf when the guard rejects it whatever the cosine.
+
+    `decide` hits at raw threshold t exactly when the guard passes and cosine ≥ t, or cosine ≥
+    t − same_content_margin when every content word has a counterpart; the guard's verdict does
+    not depend on the cosine. So one guard pass per pair gives the decision at every threshold:
+    hit(t) ⇔ score ≥ t (tests/semantic/test_bench.py checks this against `decide`).
+    """
+    out = np.full(len(rows), -np.inf)
+    for i, (r, c) in enumerate(zip(rows, sims, strict=True)):
+        if r["cached"] == r["query"]:
+            out[i] = float(c) + params.same_content_margin
+            continue
+        reason, al = check(analyze(r["cached"]), analyze(r["query"]), (), params)
+        if reason is None:
+            same_content = al is not None and not al.unmatched_a and not al.unmatched_b
+            out[i] = float(c) + (params.same_content_margin if same_content else 0.0)
+    return out
+
+
+def roc_auc(y: np.ndarray, scores: np.ndarray) -> float:
+    """Mann-Whitney AUC with ties counted half (numpy only: no scikit-learn in the runtime deps)."""
+    y = np.asarray(y, dtype=bool)
+    pos, neg = int(y.sum()), int((~y).sum())
+    if not pos or not neg:
+        return float("nan")
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    ranks = (ends - (counts - 1) / 2.0)[inverse]  # average 1-based rank of each tie group
+    return float((ranks[y].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
+
+
+def operating_points(y: np.ndarray, scores: np.ndarray, at_precision: float,
+                     at_recall: float) -> dict[str, float]:
+    """The best threshold after the fact: max recall with precision ≥ at_precision, and the
+    precision at recall ≥ at_recall (nan when unreachable: pairs scored -inf never hit)."""
+    y = np.asarray(y, dtype=bool)
+    finite = np.isfinite(scores)
+    if not finite.any() or not y.any():
+        return {"recall_at_precision": 0.0, "precision_at_recall": float("nan")}
+    order = np.argsort(-scores[finite], kind="stable")
+    s, hit = scores[finite][order], y[finite][order]
+    last = np.r_[s[1:] != s[:-1], True]  # a threshold sits after the last pair of each tie group
+    tp = np.cumsum(hit)[last]
+    n = np.arange(1, len(s) + 1)[last]
+    precision, recall = tp / n, tp / int(y.sum())
+    ok = precision >= at_precision
+    reach = recall >= at_recall
+    return {"recall_at_precision": float(recall[ok].max()) if ok.any() else 0.0,
+            "precision_at_recall": float(precision[reach].max()) if reach.any() else float("nan")}
+
+
+def ceilings(rows: list[dict[str, Any]], sims: np.ndarray, params: GuardParams, at_precision: float = 0.90,
+             at_recall: float = 0.40, out: Any = None) -> dict[str, Any]:
+    out = out or sys.stdout
+    y = np.array([bool(r["reuse"]) for r in rows])
+    live = guard_scores(rows, sims, params)
+    passes = np.isfinite(live)
+    figures = {
+        "bare_auc": roc_auc(y, sims),
+        "bare": operating_points(y, sims, at_precision, at_recall),
+        "guard": operating_points(y, live, at_precision, at_recall),
+        "guard_recall_ceiling": float((passes & y).sum() / max(1, int(y.sum()))),
+        "guard_pass_precision": float((passes & y).sum() / max(1, int(passes.sum()))),
+    }
+    print("\nceilings (best threshold chosen after the fact: upper bounds, not settings)", file=out)
+    print(f"  bare cosine: ROC AUC {figures['bare_auc']:.3f}; best recall at precision ≥ {at_precision:.2f}: "
+          f"{figures['bare']['recall_at_precision']:.3f}; precision at recall ≥ {at_recall:.2f}: "
+          f"{_reach(figures['bare']['precision_at_recall'])}", file=out)
+    print(f"  guard + cosine: best recall at precision ≥ {at_precision:.2f}: "
+          f"{figures['guard']['recall_at_precision']:.3f}; precision at recall ≥ {at_recall:.2f}: "
+          f"{_reach(figures['guard']['precision_at_recall'])}", file=out)
+    print(f"  guard alone (cosine ignored): lets through {figures['guard_recall_ceiling']:.3f} of the reusable "
+          f"pairs (precision {figures['guard_pass_precision']:.3f}) — no threshold or embedder gets more recall "
+          f"with these guard settings", file=out)
+    return figures
+
+
 def _fmt(x: float) -> str:
     return "  -  " if x != x else f"{x:5.3f}"
+
+
+def _reach(x: float) -> str:
+    return "unreachable" if x != x else f"{x:.3f}"
 
 
 def report(rows: list[dict[str, Any]], hits: np.ndarray, base: np.ndarray, out: Any = None) -> dict[str, Any]:
@@ -192,6 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="policy similarity threshold (default: the policy default)")
     ap.add_argument("--config", default=None, help="settings YAML (embedding model, semantic.params)")
     ap.add_argument("--cross-validate", action="store_true", help="tune on half the domains, test on the rest")
+    ap.add_argument("--at-precision", type=float, default=0.90, help="ceilings: best recall at this precision")
+    ap.add_argument("--at-recall", type=float, default=0.40, help="ceilings: precision at this recall")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     args = ap.parse_args(list(argv) if argv is not None else None)
 
@@ -214,10 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"threshold: similarity {threshold:.2f} = cosine {raw:.3f}; guard: {options.guard}")
     print(f"decision time: {1000 * decide_s / max(1, len(rows)):.2f} ms a pair\n")
     figures = report(rows, hits, base)
+    bounds = ceilings(rows, sims, options.guard, args.at_precision, args.at_recall)
     cv = cross_validate(rows, sims, anchor, options.guard) if args.cross_validate else None
     if args.json:
         args.json.write_text(json.dumps({"threshold": threshold, "cosine": raw, "embedder": name,
-                                         "groups": figures, "cross_validation": cv}, indent=2))
+                                         "groups": figures, "ceilings": bounds, "cross_validation": cv},
+                                        indent=2))
     return 0
 
 

@@ -104,8 +104,8 @@ def durable_redis() -> Iterator[DurableRedis]:
             server.stop()
 
 
-async def until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
+async def until(condition: Callable[[], bool], within: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + within
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")

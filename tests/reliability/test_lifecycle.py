@@ -9,7 +9,9 @@ the tenants without failing a request; a bad file is refused and the old policy 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,9 +65,18 @@ async def test_sigterm_under_load_drains_and_flushes_usage(size: Size, own_redis
     assert await lost_usage_in_redis(own_redis.url, ledger, KEYS) == {}
 
 
+def _replace_policies(folder: Path, tenants: dict) -> None:
+    """Each file swapped in whole (as a config-map update does): the gateway also re-reads changed
+    files on its own, and must never see a half-written folder."""
+    staged = write_policies(Path(tempfile.mkdtemp(dir=folder.parent)), tenants)
+    for path in staged.glob("*.yaml"):
+        os.replace(path, folder / path.name)
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_policy_reload_under_load(size: Size, emulators, gateway_factory) -> None:
-    gw = gateway_factory(TENANTS, admin_key=ADMIN)
+    # the gateway's own check for changed files every 0.2 s races the admin reloads, as in production
+    gw = gateway_factory(TENANTS, admin_key=ADMIN, policy_check_interval=0.2)
     folder = Path(gw.settings.policies)
     prompts = [f"reload {size.name} q{i}: what is a quota?" for i in range(size.prompts)]
     right = await truth(emulators.openai_base_url, prompts)
@@ -78,13 +89,15 @@ async def test_policy_reload_under_load(size: Size, emulators, gateway_factory) 
         for cycle in range(size.cycles):
             await until(lambda c=cycle: load.progress >= total * (c + 1) // (size.cycles + 2), what="load")
             # a good change: a new tenant, and t2's response cache TTL changed
-            write_policies(folder, {**TENANTS, "t2": {**TENANTS["t2"], "response_cache": {"ttl": "10m"}},
-                                    "t3": {"key": "key-reliability-t3"}})
+            _replace_policies(folder, {**TENANTS, "t2": {**TENANTS["t2"], "response_cache": {"ttl": "10m"}},
+                                       "t3": {"key": "key-reliability-t3"}})
             async with admin.post(f"{gw.url}/admin/policies/reload") as r:
                 results.append((r.status, await r.json()))
             # a bad file: refused, the policy just loaded stays
-            (folder / "t1.yaml").write_text(yaml.safe_dump({"tenant": "t1", "api_keys": "not-a-list",
-                                                            "response_cache": {"ttl": "forever"}}))
+            bad = folder.parent / "t1.yaml.new"
+            bad.write_text(yaml.safe_dump({"tenant": "t1", "api_keys": "not-a-list",
+                                           "response_cache": {"ttl": "forever"}}))
+            os.replace(bad, folder / "t1.yaml")
             async with admin.post(f"{gw.url}/admin/policies/reload") as r:
                 results.append((r.status, await r.json()))
     await task

@@ -18,9 +18,9 @@ from .load import Load, lost_usage, truth, upstream_calls
 pytestmark = pytest.mark.timeout(240)
 
 
-async def until_hit(url: str, key: str, prompt: str, expected: str, timeout: float = 20.0) -> None:
+async def until_hit(url: str, key: str, prompt: str, expected: str, within: float = 20.0) -> None:
     again = Load(url, {"t": key}, [prompt], repeats=1, concurrency=1)
-    deadline = asyncio.get_running_loop().time() + timeout
+    deadline = asyncio.get_running_loop().time() + within
     while True:
         await again.run()
         last = again.ledger.outcomes[-1]

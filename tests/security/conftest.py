@@ -42,11 +42,14 @@ class Probe:
         does not fail (an upstream's own 5xx relayed by the gateway is not the gateway's)."""
         if status < 500:
             return False
-        direct = self.direct.post(path, content=raw, headers={"content-type": "application/json",
-                                                               "authorization": "Bearer sk-direct",
-                                                               "x-api-key": "sk-direct",
-                                                               "x-goog-api-key": "direct",
-                                                               "anthropic-version": "2023-06-01"})
+        try:
+            direct = self.direct.post(path, content=raw, headers={"content-type": "application/json",
+                                                                   "authorization": "Bearer sk-direct",
+                                                                   "x-api-key": "sk-direct",
+                                                                   "x-goog-api-key": "direct",
+                                                                   "anthropic-version": "2023-06-01"})
+        except httpx2.TransportError:  # the emulator itself broke the connection: the upstream failed
+            return False
         return direct.status_code < 500
 
     def close(self) -> None:

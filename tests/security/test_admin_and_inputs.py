@@ -86,7 +86,8 @@ def test_deeply_nested_json_is_refused_or_served_never_500(probe: Probe, path: s
 
 INVALID = [b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"\xff\xfe"}]}',
            b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"\\ud800"}]}',
-           b'{"model":"gpt-4o-\xc3\x28mini","messages":[]}', b"\xef\xbb\xbf{}", b"", b"[]", b'"text"', b"null", b"1e999",
+           b'{"model":"gpt-4o-\xc3\x28mini","messages":[]}', b"\xef\xbb\xbf{}", b"", b"[]", b'"text"', b"null",
+           b"1e999",
            b'{"model": "gpt-4o-mini", "messages": [', b"{" * 100_000]
 
 

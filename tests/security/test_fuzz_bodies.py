@@ -4,16 +4,19 @@ upstream's own 5xx, checked against the emulator), and every error is in that ve
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
-import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from .conftest import KEYS, Probe, assert_error_shape, vendor_of
 
-EXAMPLES = 200
+# A fixed, repeatable set by default; `GATEWAY_FUZZ_EXAMPLES=2000` explores afresh (random seed).
+EXAMPLES = int(os.environ.get("GATEWAY_FUZZ_EXAMPLES", "50"))
+DERANDOMIZE = "GATEWAY_FUZZ_EXAMPLES" not in os.environ
 
 scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=40)
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
@@ -78,7 +81,8 @@ def test_fuzzed_bodies_get_no_gateway_5xx_and_vendor_shaped_errors(probe: Probe,
     statuses: dict[int, int] = {}
 
     @given(body=bodies)
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=DERANDOMIZE,
+              suppress_health_check=list(HealthCheck))
     def check(body: dict[str, Any]) -> None:
         raw = json.dumps(body).encode()  # json: integers past 64 bits too
         resp = probe.post(path, raw=raw, key=KEYS["beta"], headers={"anthropic-version": "2023-06-01"})
@@ -86,14 +90,9 @@ def test_fuzzed_bodies_get_no_gateway_5xx_and_vendor_shaped_errors(probe: Probe,
         assert resp.status_code < 500 or not probe.gateway_5xx(resp.status_code, path, raw), \
             (resp.status_code, resp.text[:300], body)
         if resp.status_code >= 400:
-            try:
-                assert_error_shape(vendor_of(path), resp)
-            except Exception:
-                print("DEBUG", resp.status_code, dict(resp.headers), resp.text[:300], raw[:300])
-                raise
+            assert_error_shape(vendor_of(path), resp)
         elif "text/event-stream" not in resp.headers.get("content-type", ""):
             assert isinstance(resp.json(), dict)
 
     check()
-    print(protocol, statuses)
     assert sum(statuses.values()) >= EXAMPLES, statuses

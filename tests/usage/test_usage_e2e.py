@@ -13,12 +13,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from fastapi import Request
 
-from gateway.auth import check_admin
 from gateway.localrun import LocalGateway, UvicornThread
 from gateway.stores.memory import MemoryStore
-from gateway.usage.api import usage_router
 from gateway.usage.stage import UsageStage
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -31,7 +28,7 @@ DOC = " ".join(f"Clause {i}: the service keeps an audit trail of every key rotat
 
 
 class UsageGateway(LocalGateway):
-    """The lead's app with the usage stage in its pipeline and the usage router mounted."""
+    """The app with only the usage stage in its pipeline (the assembly mounts the usage router)."""
 
     def start(self) -> UsageGateway:
         from gateway.app import create_app
@@ -39,13 +36,7 @@ class UsageGateway(LocalGateway):
 
         self.store = MemoryStore()
         self.usage = UsageStage(self.settings, self.store)
-
-        def require_admin(request: Request) -> None:
-            check_admin(request.headers, ADMIN)
-
         self.components = build_components(self.settings, stages=[self.usage], store=self.store)
-        self.components.extra_routers.append(
-            usage_router(lambda: self.store, require_admin, admin_key=lambda: ADMIN, stage=lambda: self.usage))
         self.app = create_app(self.settings, self.components)
         self.server = UvicornThread(self.app).start()
         return self
@@ -66,7 +57,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UsageGateway]:
 
     with EmulatorSet() as emu:
         tenants = {TENANT: {"key": KEY, "response_cache": {"enabled": False}}}
-        gateway = UsageGateway(emu, tenants, Path(tmp_path_factory.mktemp("usage-e2e")))
+        gateway = UsageGateway(emu, tenants, Path(tmp_path_factory.mktemp("usage-e2e")), admin_key=ADMIN)
         with gateway:
             yield gateway
 

@@ -1,0 +1,72 @@
+"""`bench all`: the document it writes (summary, plots, one marked section per benchmark, sections
+kept under `--only`), and one real benchmark run through its subprocess path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gateway.bench import all as bench_all
+
+
+def _bench(bid: str, **result: object) -> bench_all.Bench:
+    b = next(x for x in bench_all.benchmarks() if x.id == bid)
+    b.result = {"command": f"llm-cache-gateway bench {b.cli}", "load_before": 1.0, "load_after": 1.5,
+                "seconds": 3.0, "rc": 0, "status": "ok", **result}
+    return b
+
+
+def test_benchmarks_cover_every_issue_in_order() -> None:
+    ids = [b.id for b in bench_all.benchmarks()]
+    assert ids == ["core", "response-cache", "semantic-dev", "semantic-qqp", "semantic-lookup", "cost", "routing",
+                   "usage", "emulator", "protocols", "litellm"]
+    from gateway.cli import BENCHMARKS
+
+    assert {b.cli for b in bench_all.benchmarks()} <= set(BENCHMARKS)
+
+
+def test_document_has_summary_sections_and_keeps_the_others_under_only(tmp_path: Path) -> None:
+    core = _bench("core", markdown="# Benchmarks\n\nintro\n\n## Gateway core: x\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
+    usage = _bench("usage", output="usage stage after(), 2000 calls per side\n  added p50: 0.01 ms")
+    failed = _bench("emulator", status="failed", rc=2, output="Traceback ...\nboom")
+    doc = bench_all.document([core, usage, failed], False, ["--x"], "", tmp_path / "img")
+    assert doc.startswith("# Benchmarks\n")
+    assert "| Gateway core: added latency on the proxy path | ok | 3 | 1.0 | `llm-cache-gateway bench core` |" in doc
+    assert "| 1 | 2 |" in doc and "intro" not in doc.split("<!-- bench:core", 1)[1]
+    assert "```text\nusage stage after()" in doc
+    assert "**failed** (exit 2)" in doc and "boom" in doc
+    # a later `--only usage` run replaces usage and keeps core and emulator as they were
+    usage2 = _bench("usage", output="added p50: 0.02 ms")
+    doc2 = bench_all.document([usage2], False, ["--only", "usage"], doc, tmp_path / "img")
+    assert "added p50: 0.02 ms" in doc2 and "added p50: 0.01 ms" not in doc2
+    assert "| 1 | 2 |" in doc2 and "boom" in doc2
+    order = [m.group(1) for m in re.finditer(r"<!-- bench:(\S+) ", doc2)]
+    assert order == ["core", "usage", "emulator"]
+
+
+def test_plots_are_embedded_when_their_data_is_there(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib comes with the `bench` extra")
+    cost = _bench("cost", output="| vendor | mode | T | cached share |\n|---|---|---|---|\n"
+                                 "| openai | on | 5 | 60.0% |\n| openai | on | 10 | 80.0% |\n")
+    doc = bench_all.document([cost], False, [], "", tmp_path / "img")
+    assert "![Cached share of prompt tokens against T (bench cost)](img/cached-share.png)" in doc
+    assert (tmp_path / "img" / "cached-share.png").stat().st_size > 5000
+
+
+def test_run_one_runs_the_benchmark_command(tmp_path: Path) -> None:
+    b = next(x for x in bench_all.benchmarks() if x.id == "protocols")
+    b.quick = ["--repeat", "1", "--deltas", "20"]
+    with open(tmp_path / "log", "w") as log:
+        bench_all.run_one(b, True, tmp_path, 300, log)
+    assert b.result["status"] == "ok", b.result.get("output", "")[-2000:]
+    assert b.result["command"] == "llm-cache-gateway bench protocols --repeat 1 --deltas 20"
+    assert "stream parsing" in b.result["output"]
+
+
+def test_quick_runs_skip_what_has_no_quick_size(tmp_path: Path) -> None:
+    b = next(x for x in bench_all.benchmarks() if x.id == "semantic-qqp")
+    with open(tmp_path / "log", "w") as log:
+        bench_all.run_one(b, True, tmp_path, 300, log)
+    assert b.result["status"] == "skipped"
