@@ -16,7 +16,6 @@ import orjson
 
 from gateway.answer import (
     Answer,
-    AnswerBuilder,
     Event,
     Finish,
     Start,
@@ -26,7 +25,8 @@ from gateway.answer import (
 )
 from gateway.errors import vendor_error_body
 from gateway.protocols.common import dumps, with_prefix
-from gateway.protocols.sse import SSEDecoder, SSEEvent
+from gateway.protocols.sse import SSEEvent
+from gateway.protocols.stream_base import ParserBase
 from gateway.protocols.usage import ANTHROPIC, usage_for
 
 NAME = ANTHROPIC
@@ -46,49 +46,16 @@ def stop_reason_for(finish_reason: str, extra: dict[str, Any]) -> str:
     return _STOP.get(finish_reason, "end_turn")
 
 
-class AnthropicStreamParser:
+class AnthropicStreamParser(ParserBase):
     def __init__(self, provider: str = "") -> None:
-        self._sse = SSEDecoder()
-        self._builder = AnswerBuilder(provider)
+        super().__init__(provider)
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
-        self._finished = False
-        self._error: dict[str, Any] | None = None
         self._tools: dict[int, int] = {}  # block index → neutral tool index
         self._blocks: dict[int, dict[str, Any]] = {}  # block index → block as it builds up
         self._pieces: dict[int, list[str]] = {}  # block index → text / json / thinking pieces
         self._plain = True  # only text and tool_use blocks so far
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        return self._error
-
-    @property
-    def finished(self) -> bool:
-        return self._finished
-
-    def feed(self, data: bytes) -> list[Event]:
-        if self._finished or self._error is not None:
-            return []
-        out: list[Event] = []
-        for ev in self._sse.feed(data):
-            self._event(ev, out)
-            if self._error is not None or self._finished:
-                break
-        for e in out:
-            self._builder.add(e)
-        return out
-
-    def end(self) -> list[Event]:
-        if self._finished or self._error is not None:
-            return []
-        out: list[Event] = []
-        for ev in self._sse.flush():
-            self._event(ev, out)
-        for e in out:
-            self._builder.add(e)
-        return out
 
     def answer(self) -> Answer | None:
         if not self._finished or self._error is not None:

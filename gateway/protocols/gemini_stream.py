@@ -19,7 +19,6 @@ import orjson
 
 from gateway.answer import (
     Answer,
-    AnswerBuilder,
     Event,
     Finish,
     Start,
@@ -29,7 +28,8 @@ from gateway.answer import (
 )
 from gateway.errors import vendor_error_body
 from gateway.protocols.common import dumps
-from gateway.protocols.sse import SSEDecoder, SSEEvent
+from gateway.protocols.sse import SSEEvent
+from gateway.protocols.stream_base import ParserBase
 from gateway.protocols.usage import GEMINI, usage_for
 
 NAME = GEMINI
@@ -79,53 +79,31 @@ def function_call_part(call_id_: str, name: str, args: dict[str, Any], native_id
     return part
 
 
-class GeminiStreamParser:
+class GeminiStreamParser(ParserBase):
     def __init__(self, provider: str = "") -> None:
-        self._sse = SSEDecoder()
-        self._builder = AnswerBuilder(provider)
+        super().__init__(provider)
         self._started = False
         self._finish_raw: str | None = None
         self._blocked = False
         self._usage: dict[str, Any] = {}
-        self._error: dict[str, Any] | None = None
         self._ended = False
-        self._finished = False
         self._calls = 0
         self._extra: dict[str, Any] = {}
 
-    @property
-    def error(self) -> dict[str, Any] | None:
-        return self._error
-
-    @property
-    def finished(self) -> bool:
-        return self._finished
-
-    def feed(self, data: bytes) -> list[Event]:
-        if self._error is not None or self._ended:
-            return []
-        out: list[Event] = []
-        for ev in self._sse.feed(data):
-            self._event(ev, out)
-            if self._error is not None:
-                break
-        for e in out:
-            self._builder.add(e)
-        return out
+    def _stopped(self) -> bool:
+        # Gemini's stream has no terminator: it is finished only at its end, so only an error or
+        # the end itself stops parsing.
+        return self._error is not None or self._ended
 
     def end(self) -> list[Event]:
-        if self._ended or self._error is not None:
+        if self._stopped():
             return []
+        out = super().end()
         self._ended = True
-        out: list[Event] = []
-        for ev in self._sse.flush():
-            self._event(ev, out)
         if self._error is None and (self._finish_raw is not None or self._blocked):
             self._finished = True
             finish = _BLOCKED if self._blocked else finish_of(self._finish_raw, self._calls > 0)
-            out.append(Finish(finish_reason=finish, usage_raw=self._usage))
-        for e in out:
-            self._builder.add(e)
+            out.append(self._fold([Finish(finish_reason=finish, usage_raw=self._usage)])[0])
         return out
 
     def answer(self) -> Answer | None:

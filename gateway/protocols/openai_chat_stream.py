@@ -15,7 +15,6 @@ import orjson
 
 from gateway.answer import (
     Answer,
-    AnswerBuilder,
     Event,
     Finish,
     Start,
@@ -25,7 +24,8 @@ from gateway.answer import (
 )
 from gateway.errors import vendor_error_body
 from gateway.protocols.common import dumps, now, with_prefix
-from gateway.protocols.sse import SSEDecoder, SSEEvent
+from gateway.protocols.sse import SSEEvent
+from gateway.protocols.stream_base import ParserBase
 from gateway.protocols.usage import OPENAI_CHAT, usage_for
 
 NAME = OPENAI_CHAT
@@ -35,52 +35,19 @@ FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "conte
           "function_call": "tool_calls"}
 
 
-class ChatStreamParser:
+class ChatStreamParser(ParserBase):
     """Incremental parser of a Chat Completions stream (only choice 0 is folded into the answer)."""
 
     def __init__(self, provider: str = "") -> None:
-        self._sse = SSEDecoder()
-        self._builder = AnswerBuilder(provider)
+        super().__init__(provider)
         self._started = False
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
         self._done = False  # [DONE] seen
-        self._finished = False  # Finish emitted
-        self._error: dict[str, Any] | None = None
         self._tools: set[int] = set()
         self._extra: dict[str, Any] = {}
         self._refusal: list[str] = []
         self._reasoning: list[str] = []
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        return self._error
-
-    @property
-    def finished(self) -> bool:
-        return self._finished
-
-    def feed(self, data: bytes) -> list[Event]:
-        if self._finished or self._error is not None:
-            return []
-        out: list[Event] = []
-        for ev in self._sse.feed(data):
-            self._event(ev, out)
-            if self._error is not None or self._finished:
-                break
-        for e in out:
-            self._builder.add(e)
-        return out
-
-    def end(self) -> list[Event]:
-        if self._finished or self._error is not None:
-            return []
-        out: list[Event] = []
-        for ev in self._sse.flush():
-            self._event(ev, out)
-        for e in out:
-            self._builder.add(e)
-        return out
 
     def answer(self) -> Answer | None:
         if not self._finished or self._error is not None:

@@ -14,7 +14,6 @@ import orjson
 
 from gateway.answer import (
     Answer,
-    AnswerBuilder,
     Event,
     Finish,
     Start,
@@ -31,7 +30,8 @@ from gateway.protocols.openai_responses_objects import (
     response_object,
     status_of,
 )
-from gateway.protocols.sse import SSEDecoder, SSEEvent
+from gateway.protocols.sse import SSEEvent
+from gateway.protocols.stream_base import ParserBase
 from gateway.protocols.usage import OPENAI_RESPONSES, usage_for
 
 NAME = OPENAI_RESPONSES
@@ -42,46 +42,13 @@ _NEEDED = frozenset({
 })
 
 
-class ResponsesStreamParser:
+class ResponsesStreamParser(ParserBase):
     def __init__(self, provider: str = "") -> None:
-        self._sse = SSEDecoder()
-        self._builder = AnswerBuilder(provider)
+        super().__init__(provider)
         self._started = False
-        self._finished = False
-        self._error: dict[str, Any] | None = None
         self._calls: dict[int, int] = {}  # output_index → neutral tool index
         self._extra: dict[str, Any] = {}
         self._refusal: list[str] = []
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        return self._error
-
-    @property
-    def finished(self) -> bool:
-        return self._finished
-
-    def feed(self, data: bytes) -> list[Event]:
-        if self._finished or self._error is not None:
-            return []
-        out: list[Event] = []
-        for ev in self._sse.feed(data):
-            self._event(ev, out)
-            if self._error is not None or self._finished:
-                break
-        for e in out:
-            self._builder.add(e)
-        return out
-
-    def end(self) -> list[Event]:
-        if self._finished or self._error is not None:
-            return []
-        out: list[Event] = []
-        for ev in self._sse.flush():
-            self._event(ev, out)
-        for e in out:
-            self._builder.add(e)
-        return out
 
     def answer(self) -> Answer | None:
         if not self._finished or self._error is not None:
