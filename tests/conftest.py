@@ -10,67 +10,27 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-import shutil
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from gateway.bench.redis_servers import RedisNode
+from gateway.localrun import free_port
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["RedisServer", "free_port"]
 
 
-@dataclass
-class RedisServer:
-    port: int
-    dir: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        exe = shutil.which("redis-server")
-        if exe is None:
-            pytest.fail("redis-server is not installed (apt-get install -y redis-server); .ci/run installs it")
-        self.proc = subprocess.Popen(
-            [exe, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.02)
-        raise RuntimeError(f"redis-server did not start on port {self.port}")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()  # by pid, like a crash: the fail-open tests rely on it
-            self.proc.wait(timeout=10)
-            self.proc = None
+# A real redis-server on a free port (killed by pid, like a crash, in the fail-open tests).
+RedisServer = RedisNode
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One real redis-server for the session; tests flush what they use or pick unique keys."""
     with tempfile.TemporaryDirectory(prefix="gw-redis-") as d:
-        server = RedisServer(port=free_port(), dir=Path(d))
-        server.start()
+        server = RedisNode(Path(d), []).start()
         try:
             yield server
         finally:
@@ -81,8 +41,7 @@ def redis_server() -> Iterator[RedisServer]:
 def own_redis() -> Iterator[RedisServer]:
     """A private redis-server a test may kill and restart."""
     with tempfile.TemporaryDirectory(prefix="gw-redis-") as d:
-        server = RedisServer(port=free_port(), dir=Path(d))
-        server.start()
+        server = RedisNode(Path(d), []).start()
         try:
             yield server
         finally:

@@ -58,6 +58,10 @@ class RedisNode:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

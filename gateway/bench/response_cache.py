@@ -24,11 +24,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -37,7 +34,7 @@ import aiohttp
 import orjson
 
 from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop, fmt_ms, summary
-from gateway.localrun import free_port
+from gateway.bench.redis_servers import RedisSingle
 
 KEY = "bench-key"
 MODEL = "gpt-4o-mini"
@@ -46,38 +43,8 @@ MODEL = "gpt-4o-mini"
 # ---- the processes ----------------------------------------------------------------------------
 
 
-class RedisProcess:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="gw-bench-redis-")
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def __enter__(self) -> RedisProcess:
-        exe = shutil.which("redis-server")
-        if exe is None:
-            raise SystemExit("redis-server is not installed (apt-get install -y redis-server)")
-        self.proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-                                      "--appendonly", "no", "--dir", self.dir], stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-        shutil.rmtree(self.dir, ignore_errors=True)
+# One real redis-server on a free port for the benchmark (stopped by pid on exit).
+RedisProcess = RedisSingle
 
 
 def cpu_seconds(proc: subprocess.Popen[bytes] | None) -> float:
