@@ -5,6 +5,7 @@ them all."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -69,6 +70,11 @@ class Components:
             await part.start()
         await self.pipeline.start()
         self._watch = asyncio.get_running_loop().create_task(self._watch_policies())
+        # Everything loaded so far (litellm's cost map, tokenizers, the embedder, policies) lives
+        # as long as the process: freezing it keeps the collector from walking those millions of
+        # objects in every full collection, which showed up as 100-400 ms pauses at the p99.
+        gc.collect()
+        gc.freeze()
         self.started = True
 
     async def _watch_policies(self) -> None:
