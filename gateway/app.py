@@ -89,19 +89,25 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     ownership = parts.gateway.ownership
 
-    @app.api_route("/{version}/cachedContents", methods=["GET", "POST"], tags=["gemini"])
     async def cached_contents(request: Request, version: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request.url.path)
         return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents",
                              provider_name="gemini", method=request.method, ownership=ownership)
 
-    @app.api_route("/{version}/cachedContents/{name}", methods=["GET", "PATCH", "DELETE"], tags=["gemini"])
     async def cached_content(request: Request, version: str, name: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request.url.path)
         return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
                              provider_name="gemini", method=request.method, ownership=ownership)
+
+    # One route per method: OpenAPI needs one operation (and operation id) for each.
+    for method in ("GET", "POST"):
+        app.add_api_route("/{version}/cachedContents", cached_contents, methods=[method], tags=["gemini"],
+                          name=f"cached_contents_{method.lower()}")
+    for method in ("GET", "PATCH", "DELETE"):
+        app.add_api_route("/{version}/cachedContents/{name}", cached_content, methods=[method], tags=["gemini"],
+                          name=f"cached_content_{method.lower()}")
 
     # ---- health and metrics ----
     @app.get("/healthz", tags=["ops"])

@@ -26,18 +26,20 @@ import argparse
 import asyncio
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
 from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop
 from gateway.bench.litellm_proxy import MASTER_KEY, LiteLLMProcess, ensure_venv, tree_cpu_seconds, write_config
-from gateway.bench.response_cache import RedisProcess
+from gateway.bench.redis_servers import RedisSingle
 from gateway.bench.semantic_vs_litellm import compare, markdown, vector_search_available
 from gateway.emulators.process import EmulatorProcess
 
@@ -225,8 +227,10 @@ def main(argv: list[str] | None = None) -> int:
 
     exe, how = ensure_venv()
     load_before = os.getloadavg()[0]
-    with RedisProcess() as redis, EmulatorProcess(latency=args.latency) as emu:
-        config = write_config(Path(redis.dir), MODEL, f"{emu.vendor_url}/v1", "127.0.0.1", redis.port)
+    with RedisSingle() as redis, EmulatorProcess(latency=args.latency) as emu:
+        where = urlsplit(redis.url)
+        config = write_config(Path(tempfile.mkdtemp(prefix="litellm-config-")), MODEL, f"{emu.vendor_url}/v1",
+                              where.hostname or "127.0.0.1", where.port or 6379)
         tenants = {"bench": {"key": KEY, "semantic_cache": {"enabled": False}}}
         with GatewayProcess(emu.vendor_url, tenants, redis_url=redis.url.rsplit("/", 1)[0] + "/1",
                             workers=args.workers) as gwp, LiteLLMProcess(exe, config, args.workers) as llp:
@@ -238,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gateway {gwp.url} and LiteLLM {llp.url} ({how}), {args.workers} process(es) each; "
                   f"emulator {emu.vendor_url} latency `{args.latency}`", flush=True)
             asyncio.run(measure(args, direct, [gw, ll]))
-        why_not = vector_search_available(redis.port)
+        why_not = vector_search_available(where.port or 6379)
     load_after = os.getloadavg()[0]
     s = summarize(direct, gw, ll)
     semantic = [compare(Path(x)) for x in args.pairs.split(",") if x and Path(x).exists()]

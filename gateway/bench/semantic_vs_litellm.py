@@ -13,6 +13,7 @@ OpenAI's `text-embedding-ada-002`, cannot be reached offline), so only the decis
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,6 +28,7 @@ from gateway.semantic.guard import cosine_for
 from gateway.semantic.options import SemanticOptions
 
 LITELLM_DOC_THRESHOLD = 0.8
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _counts(rows: list[dict[str, Any]], hits: np.ndarray, hard_only: bool = False) -> Counts:
@@ -69,7 +71,8 @@ def compare(pairs: Path, settings: Settings | None = None) -> dict[str, Any]:
     ours_row = _row(f"gateway (guard, similarity {threshold:.2f} = cosine {raw:.3f})", rows, ours)
     best = best_single_threshold(sims, reuse, ours_row["false_hit_rate"])
     return {
-        "pairs": str(pairs), "n": len(rows), "embedder": name, "embed_seconds": seconds,
+        "pairs": os.path.relpath(pairs, ROOT) if pairs.is_absolute() else str(pairs), "n": len(rows),
+        "embedder": name, "embed_seconds": seconds,
         "rows": [
             ours_row,
             _row(f"LiteLLM as documented (cosine ≥ {LITELLM_DOC_THRESHOLD})", rows, sims >= LITELLM_DOC_THRESHOLD),

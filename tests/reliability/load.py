@@ -248,3 +248,16 @@ async def lost_usage_in_redis(redis_url: str, ledger: Ledger, tenants: Iterable[
         return lost
     finally:
         await store.close()
+
+
+def report(scenario: str, ledger: Ledger, wrong: int, cross: int, lost: int, refused: int = 0) -> str:
+    """One line of figures for the run (printed: `pytest -s` or `-rP` shows it). `refused`: requests
+    the test expects to find no server (sent after a shutdown began)."""
+    s = ledger.summary()
+    line = (f"[reliability] {scenario}: sent {s['sent']}, succeeded {s['succeeded']}, failed {s['failed']} "
+            f"(upstream faults passed through {s['failed_expected']}"
+            + (f", refused after shutdown {refused}" if refused else "")
+            + f", other {s['failed_unexpected'] - refused}), wrong answers {wrong}, answers from another tenant "
+            f"{cross}, usage records lost {lost}")
+    print(line)
+    return line

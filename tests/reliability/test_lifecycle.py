@@ -23,7 +23,7 @@ from gateway.bench.common import GatewayProcess
 from gateway.localrun import write_policies
 
 from .conftest import ADMIN, KEYS, SIZES, TENANTS, Size, until
-from .load import Load, lost_usage, lost_usage_in_redis, truth, upstream_calls
+from .load import Load, lost_usage, lost_usage_in_redis, report, truth, upstream_calls
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -59,10 +59,16 @@ async def test_sigterm_under_load_drains_and_flushes_usage(size: Size, own_redis
     assert in_flight, "no request was in flight when SIGTERM came: the test proved nothing"
     assert [o for o in before if not o.complete] == []
     assert [o for o in ledger.outcomes if o.status not in (0, 200) or (o.status == 200 and not o.complete)] == []
-    assert ledger.check_answers(right) == 0, ledger.wrong_detail[:5]
-    assert ledger.cross_tenant(upstream_calls(emulators), KEYS) == []
+    wrong = ledger.check_answers(right)
+    assert wrong == 0, ledger.wrong_detail[:5]
+    cross = ledger.cross_tenant(upstream_calls(emulators), KEYS)
+    assert cross == []
     # Every answered request's usage record reached Redis before the process exited.
-    assert await lost_usage_in_redis(own_redis.url, ledger, KEYS) == {}
+    lost = await lost_usage_in_redis(own_redis.url, ledger, KEYS)
+    refused = sum(o.status == 0 and o.started >= signalled - 0.05 for o in ledger.outcomes)
+    report(f"SIGTERM with {len(in_flight)} in flight ({size.name})", ledger, wrong, len(cross),
+           sum(map(len, lost.values())), refused)
+    assert lost == {}
 
 
 def _replace_policies(folder: Path, tenants: dict) -> None:
@@ -104,11 +110,16 @@ async def test_policy_reload_under_load(size: Size, emulators, gateway_factory) 
     assert [status for status, _ in results] == [200, 422] * size.cycles, results
     ledger = load.ledger
     assert ledger.failed == [], ledger.summary()
-    assert ledger.check_answers(right) == 0, ledger.wrong_detail[:5]
-    assert ledger.cross_tenant(upstream_calls(emulators), KEYS) == []
+    wrong = ledger.check_answers(right)
+    assert wrong == 0, ledger.wrong_detail[:5]
+    cross = ledger.cross_tenant(upstream_calls(emulators), KEYS)
+    assert cross == []
     # The reloaded policy is the one in force: the new tenant works; the bad file changed nothing.
     after = Load(gw.url, {"t3": "key-reliability-t3", **KEYS}, prompts[:2], repeats=1, concurrency=1)
     await after.run()
     assert after.ledger.failed == [] and after.ledger.check_answers(right) == 0
     await asyncio.to_thread(gw.wait_idle)
-    assert await lost_usage(gw.url, ADMIN, ledger, KEYS) == {}
+    lost = await lost_usage(gw.url, ADMIN, ledger, KEYS)
+    report(f"policy reloads x{size.cycles} good + bad ({size.name})", ledger, wrong, len(cross),
+           sum(map(len, lost.values())))
+    assert lost == {}

@@ -13,7 +13,7 @@ import pytest
 from gateway.localrun import free_port
 
 from .conftest import ADMIN, KEYS, SIZES, TENANTS, Size, until
-from .load import Load, lost_usage, truth, upstream_calls
+from .load import Load, lost_usage, report, truth, upstream_calls
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -31,14 +31,18 @@ async def until_hit(url: str, key: str, prompt: str, expected: str, within: floa
         await asyncio.sleep(0.3)
 
 
-def _assert_clean(load: Load, right: dict[str, str], emulators, expect_failures: int = 0) -> None:  # type: ignore[no-untyped-def]
+def _assert_clean(load: Load, right: dict[str, str], emulators,  # type: ignore[no-untyped-def]
+                  expect_failures: int = 0) -> tuple[int, int]:
     ledger = load.ledger
     summary = ledger.summary()
     assert ledger.sent == len(load.jobs()), summary
     assert len(ledger.failed_unexpected) == expect_failures, [
         (o.tenant, o.prompt, o.status, o.cache) for o in ledger.failed_unexpected][:10]
-    assert ledger.check_answers(right) == 0, ledger.wrong_detail[:5]
-    assert ledger.cross_tenant(upstream_calls(emulators), KEYS) == []
+    wrong = ledger.check_answers(right)
+    assert wrong == 0, ledger.wrong_detail[:5]
+    cross = ledger.cross_tenant(upstream_calls(emulators), KEYS)
+    assert cross == []
+    return wrong, len(cross)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -58,11 +62,12 @@ async def test_redis_killed_and_restarted_under_load(size: Size, durable_redis, 
         await until(lambda d=down: load.progress >= d + max(8, total // (4 * size.cycles + 4)), what="load while down")
         await asyncio.to_thread(durable_redis.start)  # same port, same append-only file
     await task
-    _assert_clean(load, right, emulators)
+    wrong, cross = _assert_clean(load, right, emulators)
     # Once Redis is back (and the breaker has closed after its cool-down) the cache serves again.
     await until_hit(gw.url, KEYS["t1"], prompts[0], right[prompts[0]])
     await asyncio.to_thread(gw.wait_idle)
     lost = await lost_usage(gw.url, ADMIN, load.ledger, KEYS, wait=20)
+    report(f"redis killed x{size.cycles} ({size.name})", load.ledger, wrong, cross, sum(map(len, lost.values())))
     assert lost == {}, {t: len(ids) for t, ids in lost.items()}
 
 
@@ -75,8 +80,10 @@ async def test_semantic_store_unreachable_degrades_to_proxy(size: Size, emulator
     right = await truth(emulators.openai_base_url, prompts)
     load = Load(gw.url, KEYS, prompts, repeats=size.repeats, concurrency=size.concurrency)
     await load.run()
-    _assert_clean(load, right, emulators)
+    wrong, cross = _assert_clean(load, right, emulators)
     assert not any(o.cache == "semantic-hit" for o in load.ledger.outcomes)
     assert any(o.cache == "response-hit" for o in load.ledger.outcomes)  # the exact cache is unaffected
     await asyncio.to_thread(gw.wait_idle)
-    assert await lost_usage(gw.url, ADMIN, load.ledger, KEYS) == {}
+    lost = await lost_usage(gw.url, ADMIN, load.ledger, KEYS)
+    report(f"semantic store unreachable ({size.name})", load.ledger, wrong, cross, sum(map(len, lost.values())))
+    assert lost == {}

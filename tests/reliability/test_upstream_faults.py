@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from .conftest import ADMIN, KEYS, SIZES, TENANTS, Size
-from .load import Ledger, Load, Outcome, body, lost_usage, truth, upstream_calls
+from .load import Ledger, Load, Outcome, body, lost_usage, report, truth, upstream_calls
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -52,8 +52,10 @@ async def test_upstream_faults_pass_through_and_are_never_cached(size: Size, emu
         elif status == 200:
             assert o.complete and o.text == right[prompt], (fault, o.text)
     assert ledger.failed_unexpected == []
-    assert ledger.check_answers(right) == 0, ledger.wrong_detail[:5]
-    assert ledger.cross_tenant(upstream_calls(emulators), KEYS) == []
+    wrong = ledger.check_answers(right)
+    assert wrong == 0, ledger.wrong_detail[:5]
+    cross = ledger.cross_tenant(upstream_calls(emulators), KEYS)
+    assert cross == []
 
     # Nothing failed was stored: the same requests, now without faults, are misses with the right
     # answer (a stored error or partial stream would come back as a hit), then hits.
@@ -63,9 +65,12 @@ async def test_upstream_faults_pass_through_and_are_never_cached(size: Size, emu
     await again.run()
     assert [o.cache for o in again.ledger.outcomes] == ["miss"] * len(failed) * len(KEYS) + \
         ["response-hit"] * len(failed) * len(KEYS)
-    assert again.ledger.check_answers(right) == 0, again.ledger.wrong_detail[:5]
+    wrong_again = again.ledger.check_answers(right)
+    assert wrong_again == 0, again.ledger.wrong_detail[:5]
     await asyncio.to_thread(gw.wait_idle)
-    assert await lost_usage(gw.url, ADMIN, ledger, KEYS) == {}
+    lost = await lost_usage(gw.url, ADMIN, ledger, KEYS)
+    report(f"upstream faults ({size.name})", ledger, wrong + wrong_again, len(cross), sum(map(len, lost.values())))
+    assert lost == {}
 
 
 async def test_upstream_errors_keep_the_vendor_error_shape(emulators, gateway_factory) -> None:
@@ -108,13 +113,18 @@ async def test_client_disconnects_mid_stream(size: Size, emulators, gateway_fact
     load = Load(gw.url, KEYS, prompts, repeats=2, concurrency=size.concurrency, stream=lambda i: i % 2 == 0)
     await load.run()
     assert load.ledger.failed == []
-    assert load.ledger.check_answers(right) == 0, load.ledger.wrong_detail[:5]
-    assert load.ledger.cross_tenant(upstream_calls(emulators), KEYS) == []
+    wrong = load.ledger.check_answers(right)
+    assert wrong == 0, load.ledger.wrong_detail[:5]
+    cross = load.ledger.cross_tenant(upstream_calls(emulators), KEYS)
+    assert cross == []
     await asyncio.to_thread(gw.wait_idle)
     for tenant, ids in request_ids.items():  # the cut requests are accounted for too
         lost = await lost_usage(gw.url, ADMIN, _ids_ledger(tenant, ids), [tenant])
         assert lost == {}, lost
-    assert await lost_usage(gw.url, ADMIN, load.ledger, KEYS) == {}
+    lost = await lost_usage(gw.url, ADMIN, load.ledger, KEYS)
+    report(f"{sum(map(len, request_ids.values()))} client disconnects, then ({size.name})", load.ledger, wrong,
+           len(cross), sum(map(len, lost.values())))
+    assert lost == {}
 
 
 def _ids_ledger(tenant: str, ids: set[str]) -> Ledger:
