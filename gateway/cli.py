@@ -97,6 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
+# uvloop and httptools: the fastest loop and HTTP parser uvicorn has. No access log (the gateway
+# writes its own JSON line per request), no proxy-header rewriting (nothing reads the client
+# address) and no Server header: less work on every request.
+UVICORN = {"loop": "uvloop", "http": "httptools", "log_config": None, "access_log": False,
+           "proxy_headers": False, "server_header": False, "timeout_graceful_shutdown": 30}
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -112,8 +119,7 @@ def _serve(args: argparse.Namespace) -> int:
         if args.config:
             os.environ["GATEWAY_CONFIG"] = args.config
         uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host, port=settings.port,
-                    workers=args.workers, loop="uvloop", http="httptools", log_config=None, access_log=False,
-                    timeout_graceful_shutdown=30)
+                    workers=args.workers, **UVICORN)
         return 0
     from gateway.app import create_app
 
@@ -122,8 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         print(f"policies: {exc}", file=sys.stderr)
         return 1
-    uvicorn.run(app, host=settings.host, port=settings.port, loop="uvloop", http="httptools", log_config=None,
-                access_log=False, timeout_graceful_shutdown=30)
+    uvicorn.run(app, host=settings.host, port=settings.port, **UVICORN)
     return 0
 
 

@@ -116,15 +116,22 @@ Request = Callable[[aiohttp.ClientSession, int], Awaitable[tuple[int, float | No
 
 
 async def closed_loop(request: Request, *, concurrency: int, total: int, warmup: int = 0,
-                      connector_limit: int = 0) -> LoadResult:
+                      connector_limit: int = 0, stagger: float = 0.0) -> LoadResult:
     """`concurrency` clients, each sending its next request when the previous one finished, until
     `total` requests have been sent (after `warmup` unmeasured ones). `request(session, i)` returns
-    (status, ttft or None)."""
+    (status, ttft or None).
+
+    `stagger` spreads the clients' first requests evenly over that many seconds. Against an upstream
+    with a fixed latency, clients that all start together stay in lock-step for the whole run and
+    the proxy sees bursts of `concurrency` requests at once, which no real traffic looks like;
+    staggered by one upstream latency, their arrivals stay evenly spread."""
     result = LoadResult()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connector_limit or concurrency)) as session:
         counter = iter(range(warmup))
 
-        async def worker(measure: bool) -> None:
+        async def worker(measure: bool, delay: float = 0.0) -> None:
+            if delay:
+                await asyncio.sleep(delay)
             for i in counter:
                 start = time.perf_counter()
                 try:
@@ -146,9 +153,16 @@ async def closed_loop(request: Request, *, concurrency: int, total: int, warmup:
             await asyncio.gather(*(worker(False) for _ in range(concurrency)))
         counter = iter(range(total))
         t0 = time.perf_counter()
-        await asyncio.gather(*(worker(True) for _ in range(concurrency)))
+        await asyncio.gather(*(worker(True, stagger * k / concurrency) for k in range(concurrency)))
         result.elapsed = time.perf_counter() - t0
     return result
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (robust on a shared, noisy machine)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def fmt_ms(seconds: float) -> str:

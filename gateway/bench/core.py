@@ -1,7 +1,7 @@
 """Gateway vs direct-to-emulator, in the same run: added latency (p50/p99) and throughput ratio
 for OpenAI chat requests, non-stream and stream, at N concurrent clients.
 
-    llm-cache-gateway bench core [--concurrency 100] [--requests 3000] [--latency base=0.1,itl=0.001]
+    llm-cache-gateway bench core [--concurrency 100] [--requests 3000] [--latency base=1.0,itl=0.0005] [--stagger 1.0]
 
 The emulators and the gateway each run in their own process; the load generator is this one. The
 tenant's caches are off, so every request takes the full proxy path to the upstream (a miss).
@@ -17,7 +17,15 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop, fmt_ms, summary
+from gateway.bench.common import (
+    GatewayProcess,
+    LoadResult,
+    append_section,
+    closed_loop,
+    cpu_seconds,
+    fmt_ms,
+    summary,
+)
 from gateway.emulators.process import EmulatorProcess
 
 KEY = "bench-key"
@@ -48,15 +56,18 @@ def _request(base: str, key: str, stream: bool):  # type: ignore[no-untyped-def]
     return send
 
 
-async def _run(args: argparse.Namespace, vendor_url: str, gateway_url: str) -> list[tuple[str, LoadResult, LoadResult]]:
+async def _run(args: argparse.Namespace, vendor_url: str, gateway_url: str,
+               gateway_pid: int) -> list[tuple[str, LoadResult, LoadResult, float]]:
     rows = []
+    load = {"concurrency": args.concurrency, "total": args.requests, "warmup": args.concurrency * 2,
+            "stagger": args.stagger}
     for stream in (False, True):
         kind = "stream" if stream else "non-stream"
-        direct = await closed_loop(_request(f"{vendor_url}/v1", "sk-bench", stream), concurrency=args.concurrency,
-                                   total=args.requests, warmup=args.concurrency * 2)
-        via = await closed_loop(_request(f"{gateway_url}/v1", KEY, stream), concurrency=args.concurrency,
-                                total=args.requests, warmup=args.concurrency * 2)
-        rows.append((kind, direct, via))
+        direct = await closed_loop(_request(f"{vendor_url}/v1", "sk-bench", stream), **load)
+        cpu0 = cpu_seconds(gateway_pid)
+        via = await closed_loop(_request(f"{gateway_url}/v1", KEY, stream), **load)
+        cpu_ms = (cpu_seconds(gateway_pid) - cpu0) / max(1, via.ok + via.errors + args.concurrency * 2) * 1000
+        rows.append((kind, direct, via, cpu_ms))
     return rows
 
 
@@ -65,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--concurrency", type=int, default=100)
     p.add_argument("--requests", type=int, default=3000)
-    p.add_argument("--latency", default="base=0.1,prefill=0,cached=0,itl=0.0005",
-                   help="emulator latency model (an upstream answer takes ~120 ms)")
+    p.add_argument("--latency", default="base=1.0,prefill=0,cached=0,itl=0.0005",
+                   help="emulator latency model (an upstream answer takes ~1 s, like a short LLM answer)")
+    p.add_argument("--stagger", type=float, default=1.0,
+                   help="spread the clients' first requests over this many seconds (one upstream latency)")
     p.add_argument("--write", type=Path, default=None, help="append the table to this markdown file")
     args = p.parse_args(argv)
 
@@ -74,20 +87,22 @@ def main(argv: list[str] | None = None) -> int:
         emu.vendor_url, {"bench": {"key": KEY, "response_cache": {"enabled": False},
                                    "semantic_cache": {"enabled": False}, "prompt_rewrite": {"enabled": False}}},
     ) as gw:
-        rows = asyncio.run(_run(args, emu.vendor_url, gw.url))
+        assert gw.proc is not None
+        rows = asyncio.run(_run(args, emu.vendor_url, gw.url, gw.proc.pid))
 
     lines = [f"concurrency {args.concurrency}, {args.requests} requests per run, emulator latency `{args.latency}`", "",
              "| path | direct p50 ms | gateway p50 ms | added p50 ms | direct p99 ms | gateway p99 ms | added p99 ms "
-             "| throughput ratio | errors |", "|---|---|---|---|---|---|---|---|---|"]
-    for kind, direct, via in rows:
+             "| throughput ratio | gateway CPU ms/req | errors |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for kind, direct, via, cpu_ms in rows:
         print(summary(f"direct {kind}", direct))
         print(summary(f"gateway {kind}", via))
         add50, add99 = via.pct(50) - direct.pct(50), via.pct(99) - direct.pct(99)
         ratio = via.rate / direct.rate if direct.rate else float("nan")
-        print(f"  added p50 {fmt_ms(add50)} ms, added p99 {fmt_ms(add99)} ms, throughput ratio {ratio:.3f}")
+        print(f"  added p50 {fmt_ms(add50)} ms, added p99 {fmt_ms(add99)} ms, throughput ratio {ratio:.3f}, "
+              f"gateway CPU {cpu_ms:.2f} ms/request")
         lines.append(f"| {kind} | {fmt_ms(direct.pct(50))} | {fmt_ms(via.pct(50))} | {fmt_ms(add50)} | "
                      f"{fmt_ms(direct.pct(99))} | {fmt_ms(via.pct(99))} | {fmt_ms(add99)} | {ratio:.3f} | "
-                     f"{direct.errors}/{via.errors} |")
+                     f"{cpu_ms:.2f} | {direct.errors}/{via.errors} |")
     lines += ["", "Command: `llm-cache-gateway bench core " + " ".join(argv or []) + "`"]
     if args.write:
         append_section(args.write, "Gateway core: added latency on the proxy path", "\n".join(lines))

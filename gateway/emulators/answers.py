@@ -205,9 +205,18 @@ def _prose_ids(rng: _Picker, topic: str, target_tokens: int, cjk: bool) -> tuple
     return " ".join(sentences), tuple(ids)
 
 
-def _value_for(schema: dict[str, Any], name: str, rng: _Picker, topic: str, question: str) -> Any:
-    if schema.get("enum"):
-        return schema["enum"][0]
+# Schemas come from the caller and are followed this deep at most; a deeper level is answered as a string.
+_MAX_SCHEMA_DEPTH = 16
+
+
+def _value_for(schema: Any, name: str, rng: _Picker, topic: str, question: str, depth: int = 0) -> Any:
+    """A value for one property. Malformed schemas (a non-object, an `enum` that is not a list) are read as
+    loosely as a model would: whatever cannot be understood becomes a string."""
+    if not isinstance(schema, dict):
+        schema = {}
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
     typ = schema.get("type", "string")
     if isinstance(typ, list):
         typ = next((t for t in typ if t != "null"), "string")
@@ -216,10 +225,10 @@ def _value_for(schema: dict[str, Any], name: str, rng: _Picker, topic: str, ques
         return v if typ == "integer" else float(v)
     if typ == "boolean":
         return True
-    if typ == "array":
-        return [_value_for(schema.get("items") or {}, name, rng, topic, question)]
-    if typ == "object":
-        return arguments_for(schema, rng, topic, question)
+    if typ == "array" and depth < _MAX_SCHEMA_DEPTH:
+        return [_value_for(schema.get("items"), name, rng, topic, question, depth + 1)]
+    if typ == "object" and depth < _MAX_SCHEMA_DEPTH:
+        return arguments_for(schema, rng, topic, question, depth + 1)
     lowered = name.lower()
     if any(k in lowered for k in ("city", "location", "place", "country")):
         caps = [w for w in _WORD.findall(question) if w[0].isupper() and w.lower() not in _STOPWORDS]
@@ -227,10 +236,13 @@ def _value_for(schema: dict[str, Any], name: str, rng: _Picker, topic: str, ques
     return topic
 
 
-def arguments_for(schema: dict[str, Any], rng: _Picker, topic: str, question: str) -> dict[str, Any]:
-    props: dict[str, Any] = schema.get("properties") or {}
-    wanted = schema.get("required") or list(props)
-    return {name: _value_for(props.get(name) or {}, name, rng, topic, question) for name in wanted}
+def arguments_for(schema: Any, rng: _Picker, topic: str, question: str, depth: int = 0) -> dict[str, Any]:
+    schema = schema if isinstance(schema, dict) else {}
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    required = schema.get("required")
+    wanted = [n for n in required if isinstance(n, str)] if isinstance(required, list) and required else list(props)
+    return {name: _value_for(props.get(name), name, rng, topic, question, depth) for name in wanted}
 
 
 def choose_tool(tools: list[ToolSpec], tool_choice: str | None, question: str,

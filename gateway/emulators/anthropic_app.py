@@ -21,6 +21,8 @@ from gateway.emulators.faults import FaultController
 from gateway.emulators.latency import pause
 from gateway.emulators.models import ANTHROPIC_MODELS, anthropic_min_cacheable
 from gateway.emulators.openai_render import canon
+from gateway.emulators.shapes import check
+from gateway.emulators.shapes_anthropic import CountTokensRequest, MessagesRequest
 from gateway.emulators.tokens import encode, get_tokenizer, synthetic_tokens
 from gateway.emulators.web import (
     Call,
@@ -160,13 +162,14 @@ class AnthropicEmulator:
             raise EmulatorError("anthropic", 401, "invalid x-api-key", type="authentication_error")
         return key
 
-    async def _begin(self, request: Request, endpoint: str) -> tuple[Call, str]:
+    async def _begin(self, request: Request, endpoint: str, shape: type[CountTokensRequest]) -> tuple[Call, str]:
         call = await begin(request, self.state, self.faults, emulator="anthropic", endpoint=f"anthropic.{endpoint}",
                            vendor="anthropic", key_of=self.key_of)
         version = request.headers.get("anthropic-version")
         if not version:
             raise _bad("anthropic-version: header is required")
         body = call.body
+        check(shape, body, "anthropic")
         model = body.get("model")
         if not model or not isinstance(model, str):
             raise _bad("model: Field required")
@@ -191,18 +194,15 @@ class AnthropicEmulator:
                              fault=call.fault)
 
     async def count_tokens(self, request: Request) -> EmulatorResponse:
-        call, _ = await self._begin(request, "count_tokens")
+        call, _ = await self._begin(request, "count_tokens", CountTokensRequest)
         f = self._flatten(call.body)
         return json_response({"input_tokens": sum(len(b.tokens) for b in f.blocks)}, fault=call.fault)
 
     async def messages(self, request: Request) -> EmulatorResponse:
-        call, version = await self._begin(request, "messages")
+        call, version = await self._begin(request, "messages", MessagesRequest)
         body = call.body
         model = body["model"]
-        max_tokens = body.get("max_tokens")
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise _bad("max_tokens: Field required" if max_tokens is None else
-                       "max_tokens: Input should be greater than or equal to 1")
+        max_tokens = body["max_tokens"]  # an int >= 1: MessagesRequest checked it
         if version >= STRICT_SAMPLING_VERSION:
             for p in ("temperature", "top_p", "top_k"):
                 if body.get(p) is not None:

@@ -28,6 +28,8 @@ from gateway.emulators.faults import FaultController
 from gateway.emulators.latency import pause
 from gateway.emulators.models import DEEPSEEK_MODELS, deepseek_reasoning_tokens
 from gateway.emulators.openai_render import canon
+from gateway.emulators.shapes import check
+from gateway.emulators.shapes_openai import ChatCompletionRequest
 from gateway.emulators.tokens import encode
 from gateway.emulators.web import (
     EmulatorError,
@@ -201,6 +203,7 @@ class DeepSeekEmulator:
         call = await begin(request, self.state, self.faults, emulator="deepseek", endpoint="deepseek.chat",
                            vendor="deepseek", key_of=self.key_of)
         body = call.body
+        check(ChatCompletionRequest, body, "deepseek")
         model = body.get("model")
         if model not in DEEPSEEK_MODELS:
             raise EmulatorError("deepseek", 400, "Model Not Exist", type="invalid_request_error",

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from gateway.emulators.answers import Generated, ToolSpec, generate
 from gateway.emulators.faults import FaultController
 from gateway.emulators.gemini_cache import (
+    LATEST,
     CachedContentRecord,
     CachedContentStore,
     ImplicitCache,
@@ -25,6 +26,8 @@ from gateway.emulators.gemini_cache import (
 from gateway.emulators.latency import pause
 from gateway.emulators.models import GEMINI_MODELS, gemini_implicit_caching, gemini_min_cache, gemini_thinking_tokens
 from gateway.emulators.openai_render import canon
+from gateway.emulators.shapes import MAX_DEPTH, Shape, check
+from gateway.emulators.shapes_gemini import CachedContent, CountTokensRequest, GenerateContentRequest
 from gateway.emulators.tokens import encode, get_tokenizer, synthetic_tokens
 from gateway.emulators.web import Call, EmulatorError, EmulatorResponse, EmulatorState, begin, json_response, new_id
 
@@ -37,19 +40,29 @@ _OPAQUE = frozenset({"args", "response", "properties", "parametersJsonSchema", "
                      "default", "enum", "labels", "metadata"})
 
 
-def camel_keys(obj: Any) -> Any:
+def camel_keys(obj: Any, depth: int = 1) -> Any:
     """Proto3 JSON accepts `thinking_budget` as well as `thinkingBudget` (google-genai 3.6 sends snake_case
-    inside `thinkingConfig`): read both, as the API does, by normalizing to lowerCamelCase."""
-    if isinstance(obj, list):
-        return [camel_keys(v) for v in obj]
-    if not isinstance(obj, dict):
+    inside `thinkingConfig`): read both, as the API does, by normalizing to lowerCamelCase. Nesting beyond
+    MAX_DEPTH is the API's 400, never a RecursionError."""
+    if not isinstance(obj, list | dict):
         return obj
+    if depth > MAX_DEPTH:
+        raise _err(400, f"Invalid JSON payload received. Nesting is deeper than {MAX_DEPTH} levels.")
+    if isinstance(obj, list):
+        return [camel_keys(v, depth + 1) for v in obj]
     out: dict[str, Any] = {}
     for k, v in obj.items():
         head, *rest = k.split("_")
         name = head + "".join(w[:1].upper() + w[1:] for w in rest) if rest else k
-        out[name] = v if name in _OPAQUE else camel_keys(v)
+        out[name] = v if name in _OPAQUE else camel_keys(v, depth + 1)
     return out
+
+
+def _body(call: Call, shape: type[Shape]) -> dict[str, Any]:
+    """The request body in lowerCamelCase, checked against `shape` (a 400 INVALID_ARGUMENT otherwise)."""
+    body = camel_keys(call.body)
+    check(shape, body, "gemini")
+    return body
 
 
 def _err(status: int, message: str, word: str | None = None) -> EmulatorError:
@@ -95,7 +108,7 @@ class GeminiPrompt:
             self.mark(f"<{role}>")
             texts: list[str] = []
             for part in c.get("parts") or []:
-                if "text" in part:
+                if part.get("text") is not None:  # `"text": null` is an unset field in proto3 JSON
                     self.text(part["text"])
                     texts.append(part["text"])
                 elif "inlineData" in part or "fileData" in part:
@@ -145,7 +158,7 @@ class GeminiEmulator:
             return await self.generate(request, model, stream=True)
         if method == "countTokens":
             call = await self._begin(request, "countTokens")
-            body = camel_keys(call.body)
+            body = _body(call, CountTokensRequest)
             inner = body.get("generateContentRequest") or body
             prompt = GeminiPrompt().extend(inner)
             return json_response({"totalTokens": len(prompt.tokens)}, fault=call.fault)
@@ -164,7 +177,7 @@ class GeminiEmulator:
 
     async def generate(self, request: Request, model: str, *, stream: bool) -> EmulatorResponse:
         call = await self._begin(request, "streamGenerateContent" if stream else "generateContent")
-        body = camel_keys(call.body)
+        body = _body(call, GenerateContentRequest)
         model = model.removeprefix("models/")
         if not model.startswith("gemini-"):
             raise _err(404, f"models/{model} is not found for API version {request.path_params['version']}, or is "
@@ -250,7 +263,7 @@ class GeminiEmulator:
     # -- cachedContents -------------------------------------------------------------------------------
     async def create_cache(self, request: Request) -> EmulatorResponse:
         call = await self._begin(request, "cachedContents.create")
-        body = camel_keys(call.body)
+        body = _body(call, CachedContent)
         model = body.get("model")
         if not model:
             raise _err(400, "* CreateCachedContentRequest.cached_content.model: model is required\n")
@@ -284,7 +297,7 @@ class GeminiEmulator:
         if method == "PATCH":
             now = self.state.clock.now()
             try:
-                expire = _expiry(camel_keys(call.body), now)
+                expire = _expiry(_body(call, CachedContent), now)
             except ValueError as e:
                 raise _err(400, str(e)) from None
             if expire is None:
@@ -295,8 +308,12 @@ class GeminiEmulator:
     async def list_caches(self, request: Request) -> EmulatorResponse:
         call = await self._begin(request, "cachedContents.list", json_body=False)
         records = self.caches.list(call.api_key)
-        size = int(request.query_params.get("pageSize") or 50)
-        start = int(request.query_params.get("pageToken") or 0)
+        try:
+            size = int(request.query_params.get("pageSize") or 50)
+            start = int(request.query_params.get("pageToken") or 0)
+        except ValueError:
+            raise _err(400, "Invalid pageSize or pageToken.") from None
+        size, start = size if size > 0 else 50, max(start, 0)  # pageSize <= 0: the default, as the API does
         page = records[start:start + size]
         out: dict[str, Any] = {}
         if page:
@@ -314,10 +331,14 @@ def _expiry(body: dict[str, Any], now: float) -> float | None:
     if body.get("ttl") is not None and body.get("expireTime") is not None:
         raise ValueError("Only one of ttl and expire_time may be set.")
     if body.get("ttl") is not None:
-        return now + parse_duration(body["ttl"])
-    if body.get("expireTime") is not None:
-        return parse_rfc3339(body["expireTime"])
-    return None
+        expire = now + parse_duration(body["ttl"])
+    elif body.get("expireTime") is not None:
+        expire = parse_rfc3339(body["expireTime"])
+    else:
+        return None
+    if not 0 <= expire <= LATEST:
+        raise ValueError("expire_time is out of range.")
+    return expire
 
 
 def _parts(g: Generated) -> list[dict[str, Any]]:

@@ -22,6 +22,9 @@ def rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+LATEST = 253402300799.0  # 9999-12-31T23:59:59Z, the last instant RFC 3339 (and datetime) can write
+
+
 def parse_rfc3339(s: str) -> float:
     s = s.strip()
     if s.endswith("Z"):
@@ -30,14 +33,23 @@ def parse_rfc3339(s: str) -> float:
         head, _, rest = s.partition(".")
         digits = "".join(itertools.takewhile(str.isdigit, rest))
         s = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
-    return datetime.fromisoformat(s).timestamp()
+    try:
+        return datetime.fromisoformat(s).timestamp()
+    except (ValueError, OverflowError, OSError) as e:
+        raise ValueError(f"invalid timestamp {s!r}") from e
 
 
 def parse_duration(s: str) -> float:
     """Protobuf JSON Duration: "3600s", "1.5s"."""
     if not isinstance(s, str) or not s.endswith("s"):
         raise ValueError(f"invalid duration {s!r}")
-    return float(s[:-1])
+    try:
+        seconds = float(s[:-1])
+    except ValueError:
+        raise ValueError(f"invalid duration {s!r}") from None
+    if not 0 <= seconds <= LATEST:  # also refuses nan and inf ("nans", "1e999s")
+        raise ValueError(f"invalid duration {s!r}")
+    return seconds
 
 
 @dataclass

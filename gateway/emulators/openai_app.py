@@ -27,6 +27,8 @@ from gateway.emulators.models import (
 )
 from gateway.emulators.openai_cache import Breakpoint, CachePlan, OpenAIPromptCache
 from gateway.emulators.openai_render import Prompt, render_chat
+from gateway.emulators.shapes import check
+from gateway.emulators.shapes_openai import ChatCompletionRequest, EmbeddingsRequest
 from gateway.emulators.tokens import encode
 from gateway.emulators.web import (
     Call,
@@ -135,6 +137,7 @@ class OpenAIEmulator:
     async def chat(self, request: Request) -> EmulatorResponse:
         call = await self.begin(request, "chat")
         body = call.body
+        check(ChatCompletionRequest, body, "openai")
         model = self.check_model(body)
         stream = bool(body.get("stream"))
         if body.get("stream_options") is not None and not stream:
@@ -204,21 +207,14 @@ class OpenAIEmulator:
     async def embeddings(self, request: Request) -> EmulatorResponse:
         call = await self.begin(request, "embeddings")
         body = call.body
+        check(EmbeddingsRequest, body, "openai")
         model = self.check_model(body, chat=False)
-        raw = body.get("input")
-        if raw is None or raw == [] or raw == "":
-            raise _err(400, "'$.input' is invalid. Please check the API reference: "
-                       "https://platform.openai.com/docs/api-reference.", param="input")
-        texts: list[str]
-        if isinstance(raw, str):
-            texts = [raw]
-        elif isinstance(raw, list) and all(isinstance(x, int) for x in raw):
-            texts = [" ".join(map(str, raw))]
-        elif isinstance(raw, list):
-            texts = [x if isinstance(x, str) else " ".join(map(str, x)) for x in raw]
-        else:
-            raise _err(400, "'$.input' is invalid.", param="input")
-        dims = int(body.get("dimensions") or EMBEDDING_DIMS.get(model, 1536))
+        texts = _embedding_texts(body.get("input"))
+        native = EMBEDDING_DIMS.get(model, 1536)
+        dims = body.get("dimensions") or native
+        if dims > native:
+            raise _err(400, f"This model's maximum dimensions is {native}; {dims} was requested.", param="dimensions",
+                       code="invalid_value")
         tokens = sum(len(encode(t)) for t in texts)
         data = []
         for i, t in enumerate(texts):
@@ -244,6 +240,21 @@ class OpenAIEmulator:
             raise _err(404, f"The model '{model}' does not exist", param="model", code="model_not_found")
         return json_response({"id": model, "object": "model", "created": 1_700_000_000, "owned_by": "openai"},
                              fault=call.fault)
+
+
+def _embedding_texts(raw: Any) -> list[str]:
+    """`input` as texts: a string, an array of strings, an array of token ids, or an array of such arrays."""
+    def ids(x: Any) -> bool:
+        return isinstance(x, list) and bool(x) and all(type(t) is int for t in x)
+
+    if isinstance(raw, str) and raw:
+        return [raw]
+    if ids(raw):
+        return [" ".join(map(str, raw))]
+    if isinstance(raw, list) and raw and all((isinstance(x, str) and x) or ids(x) for x in raw):
+        return [x if isinstance(x, str) else " ".join(map(str, x)) for x in raw]
+    raise _err(400, "'$.input' is invalid. Please check the API reference: "
+               "https://platform.openai.com/docs/api-reference.", param="input")
 
 
 def hashed_embedding(text: str, dims: int) -> np.ndarray:

@@ -19,6 +19,8 @@ from gateway.emulators.latency import pause
 from gateway.emulators.models import openai_reasoning_tokens
 from gateway.emulators.openai_app import OpenAIEmulator
 from gateway.emulators.openai_render import render_responses
+from gateway.emulators.shapes import check
+from gateway.emulators.shapes_openai import ResponsesRequest
 from gateway.emulators.tokens import get_tokenizer
 from gateway.emulators.web import EmulatorError, EmulatorResponse, json_response, new_id, sse_event
 
@@ -47,6 +49,7 @@ class ResponsesEndpoint:
     async def create(self, request: Request) -> EmulatorResponse:
         emu = self.emu
         call = await emu.begin(request, "responses")
+        check(ResponsesRequest, call.body, "openai")
         body = dict(call.body)
         model = emu.check_model(body)
         items = self._input_items(body)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -25,7 +26,7 @@ from gateway.emulators.gemini_app import GeminiEmulator
 from gateway.emulators.models import is_deepseek_model
 from gateway.emulators.openai_app import OpenAIEmulator
 from gateway.emulators.openai_responses import ResponsesEndpoint
-from gateway.emulators.web import EmulatorError, EmulatorState, error_response
+from gateway.emulators.web import EmulatorError, EmulatorState, Guard, error_response
 
 
 class VendorEmulators:
@@ -88,8 +89,7 @@ class VendorEmulators:
         async def on_http(request: Request, exc: Exception) -> Response:
             assert isinstance(exc, HTTPException)
             path = request.url.path
-            vendor = "anthropic" if path.startswith("/v1/messages") else (
-                "gemini" if "/models/" in path or "cachedContents" in path or path.startswith("/v1beta") else "openai")
+            vendor = vendor_of(path)
             msg = f"Invalid URL ({request.method} {path})" if exc.status_code == 404 else exc.detail
             return error_response(EmulatorError(vendor, exc.status_code, msg))  # type: ignore[return-value]
 
@@ -111,7 +111,18 @@ class VendorEmulators:
             *admin_routes(self.state, lambda: {n: self.faults[n] for n in Faults.VENDORS},
                           on_reset=self.clear_caches),
         ]
-        return Starlette(routes=routes, exception_handlers={EmulatorError: on_error, HTTPException: on_http})
+        # Guard sits inside Starlette's ServerErrorMiddleware: any other exception becomes a vendor-shaped 500.
+        return Starlette(routes=routes, exception_handlers={EmulatorError: on_error, HTTPException: on_http},
+                         middleware=[Middleware(Guard, vendor_of=vendor_of)])
+
+
+def vendor_of(path: str) -> str:
+    """Whose error shape a path answers in."""
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if "/models/" in path or "cachedContents" in path or path.startswith("/v1beta"):
+        return "gemini"
+    return "openai"
 
 
 def _gemini_key(request: Request) -> bool:

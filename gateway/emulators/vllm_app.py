@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -22,6 +23,8 @@ from gateway.emulators.chat_wire import ChatOutcome, completion_body, completion
 from gateway.emulators.faults import FaultController
 from gateway.emulators.latency import pause
 from gateway.emulators.openai_render import render_chat
+from gateway.emulators.shapes import Shape, check, explain
+from gateway.emulators.shapes_openai import VLLMChatRequest, VLLMCompletionRequest, VLLMTokenizeRequest
 from gateway.emulators.tokens import encode, get_tokenizer
 from gateway.emulators.vllm_kv import Block, KVCacheManager
 from gateway.emulators.vllm_metrics import ReplicaMetrics
@@ -31,6 +34,7 @@ from gateway.emulators.web import (
     EmulatorResponse,
     EmulatorState,
     FastApp,
+    Guard,
     bearer,
     begin,
     error_body,
@@ -49,6 +53,36 @@ class VLLMConfig:
     max_num_seqs: int = 256
     max_model_len: int = 32768
     api_key: str | None = None  # vLLM's --api-key; None: no auth, like a default vLLM
+
+
+# The hot path skips pydantic: the top-level fields it reads are checked against the exact JSON types it can
+# use; only a body with some other value there goes through the (lax) shape, as vLLM's own models would take
+# it ("stream": "true" is True, "max_tokens": "16" is 16, "stream": "maybe" a 400). Anything malformed deeper
+# down surfaces as an exception while rendering, and is then explained by the same shape (`_explained`).
+_CHAT_FIELDS: tuple[tuple[str, tuple[type, ...]], ...] = (
+    ("model", (str,)), ("messages", (list,)), ("stream", (bool,)), ("stream_options", (dict,)),
+    ("max_tokens", (int,)), ("max_completion_tokens", (int,)), ("stop", (str, list)), ("tools", (list,)),
+    ("tool_choice", (str, dict)), ("cache_salt", (str,)))
+_COMPLETION_FIELDS: tuple[tuple[str, tuple[type, ...]], ...] = (
+    ("model", (str,)), ("prompt", (str, list)), ("stream", (bool,)), ("stream_options", (dict,)),
+    ("max_tokens", (int,)), ("stop", (str, list)), ("cache_salt", (str,)))
+_SCALARS = frozenset({"model", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop",
+                      "tool_choice", "cache_salt"})
+_FAILURES = (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError)
+
+
+def _typed(body: dict[str, Any], fields: tuple[tuple[str, tuple[type, ...]], ...],
+           shape: type[Shape]) -> dict[str, Any]:
+    """`body` when every field in `fields` is absent, null or of an exact type; else the body with vLLM's lax
+    coercions applied (or the 400 vLLM answers)."""
+    for name, kinds in fields:
+        value = body.get(name)
+        if value is not None and type(value) not in kinds:
+            break
+    else:
+        return body
+    parsed = check(shape, body, "vllm", strict=False)
+    return {**body, **parsed.model_dump(include=_SCALARS & body.keys(), exclude_unset=True, by_alias=True)}
 
 
 class _Seq:
@@ -141,35 +175,43 @@ class VLLMReplica:
 
     async def chat(self, request: Request) -> EmulatorResponse:
         call = await self._begin(request, "chat")
-        body = call.body
+        body = _typed(call.body, _CHAT_FIELDS, VLLMChatRequest)
         model = self._check_model(body)
         try:
             prompt = render_chat(body)
+            stop = body.get("stop")
+            choice = body.get("tool_choice")
+            if isinstance(choice, dict):
+                choice = (choice.get("function") or {}).get("name")
+            g = generate(model=model, conversation_key=prompt.key, question=prompt.question,
+                         target_tokens=call.target_tokens,
+                         max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
+                         stop=[stop] if isinstance(stop, str) else list(stop or []), tools=prompt.tools,
+                         tool_choice=choice, tool_result=prompt.tool_result)
         except EmulatorError as e:
             e.vendor = "vllm"
             raise
-        stop = body.get("stop")
-        choice = body.get("tool_choice")
-        if isinstance(choice, dict):
-            choice = (choice.get("function") or {}).get("name")
-        g = generate(model=model, conversation_key=prompt.key, question=prompt.question,
-                     target_tokens=call.target_tokens,
-                     max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
-                     stop=[stop] if isinstance(stop, str) else list(stop or []), tools=prompt.tools,
-                     tool_choice=choice, tool_result=prompt.tool_result)
+        except _FAILURES:
+            _explained(VLLMChatRequest, body)
+            raise
         return await self._serve(call, body, model, prompt.tokens, g, chat=True)
 
     async def completions(self, request: Request) -> EmulatorResponse:
         call = await self._begin(request, "completions")
-        body = call.body
+        body = _typed(call.body, _COMPLETION_FIELDS, VLLMCompletionRequest)
         model = self._check_model(body)
         raw = body.get("prompt")
-        text = raw if isinstance(raw, str) else " ".join(map(str, raw or []))
-        if not text:
-            raise EmulatorError("vllm", 400, "prompt must not be empty", param="prompt")
-        stop = body.get("stop")
-        g = generate(model=model, conversation_key=text, question=text, target_tokens=call.target_tokens,
-                     max_tokens=body.get("max_tokens", 16), stop=[stop] if isinstance(stop, str) else list(stop or []))
+        try:
+            text = raw if isinstance(raw, str) else " ".join(map(str, raw or []))
+            if not text:
+                raise EmulatorError("vllm", 400, "prompt must not be empty", param="prompt")
+            stop = body.get("stop")
+            g = generate(model=model, conversation_key=text, question=text, target_tokens=call.target_tokens,
+                         max_tokens=body.get("max_tokens", 16),
+                         stop=[stop] if isinstance(stop, str) else list(stop or []))
+        except _FAILURES:
+            _explained(VLLMCompletionRequest, body)
+            raise
         return await self._serve(call, body, model, list(encode(text)), g, chat=False)
 
     async def _serve(self, call: Call, body: dict[str, Any], model: str, prompt: list[int], g: Any,
@@ -255,7 +297,14 @@ class VLLMReplica:
     async def tokenize(self, request: Request) -> EmulatorResponse:
         call = await self._begin(request, "tokenize")
         body = call.body
-        tokens = render_chat(body).tokens if "messages" in body else list(encode(str(body.get("prompt", ""))))
+        try:
+            tokens = render_chat(body).tokens if "messages" in body else list(encode(str(body.get("prompt", ""))))
+        except EmulatorError as e:
+            e.vendor = "vllm"
+            raise
+        except _FAILURES:
+            _explained(VLLMTokenizeRequest, body)
+            raise
         return json_response({"count": len(tokens), "max_model_len": self.max_model_len, "tokens": tokens})
 
     async def version(self, request: Request) -> EmulatorResponse:
@@ -290,12 +339,23 @@ class VLLMReplica:
             *[Route(path, handler, methods=[method]) for (method, path), handler in hot.items()],
             *admin_routes(self.state, lambda: {self.name: self.faults}, replica=self),
         ]
-        fallback = Starlette(routes=routes, exception_handlers={EmulatorError: on_error, _Unauthorized: on_error})
-        return FastApp(hot, fallback, {EmulatorError: emulator_error, _Unauthorized: unauthorized})
+        fallback = Starlette(routes=routes, exception_handlers={EmulatorError: on_error, _Unauthorized: on_error},
+                             middleware=[Middleware(Guard, vendor_of=_vllm)])
+        return Guard(FastApp(hot, fallback, {EmulatorError: emulator_error, _Unauthorized: unauthorized}), _vllm)
 
 
 class _Unauthorized(Exception):
     pass
+
+
+def _explained(shape: type[Shape], body: dict[str, Any]) -> None:
+    """Raise vLLM's 400 when `body` is malformed for `shape`; return when it is not (an emulator bug: the
+    caller re-raises, and the app's Guard answers a logged 500)."""
+    explain(shape, body, "vllm", strict=False)
+
+
+def _vllm(path: str) -> str:
+    return "vllm"
 
 
 def _text_body(o: ChatOutcome) -> dict[str, Any]:

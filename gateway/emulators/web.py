@@ -5,6 +5,7 @@ also cut a connection half-way (Starlette's own responses always complete)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import threading
@@ -16,11 +17,13 @@ from typing import Any
 
 import orjson
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.emulators.clock import Clock
 from gateway.emulators.faults import FAULT_HEADER, Fault, FaultController
 from gateway.emulators.latency import LatencyModel, pause
+
+log = logging.getLogger("gateway.emulators")
 
 LATENCY_HEADER = "x-emulator-latency"
 OUTPUT_TOKENS_HEADER = "x-emulator-output-tokens"
@@ -70,10 +73,9 @@ def error_body(err: EmulatorError) -> dict[str, Any]:
     if err.vendor == "gemini":
         return {"error": {"code": err.status, "message": err.message,
                           "status": err.type or _GEMINI_STATUS.get(err.status, "UNKNOWN")}}
-    if err.vendor == "vllm":  # vLLM's OpenAI-compatible server: type is the exception class name
+    if err.vendor == "vllm":  # vLLM's OpenAI-compatible server: type is the exception class, code the status
         kind = {400: "BadRequestError", 404: "NotFoundError"}.get(err.status, "InternalServerError")
-        return {"error": {"message": err.message, "type": err.type or kind, "param": err.param,
-                          "code": err.code if err.code is not None else err.status}}
+        return {"error": {"message": err.message, "type": err.type or kind, "param": err.param, "code": err.status}}
     return {"error": {"message": err.message, "type": err.type or _OPENAI_TYPES.get(err.status, "server_error"),
                       "param": err.param, "code": err.code}}
 
@@ -282,6 +284,54 @@ class FastApp:
         except tuple(self.errors) as exc:
             response = self.errors[type(exc)](exc)
         await response(scope, receive, send)
+
+
+class Guard:
+    """The last resort around an emulator app: an exception no handler turned into a vendor error is logged
+    and answered with a 500 in the vendor's shape (mid-stream: the vendor's in-stream error, then a clean end
+    of the body). It never reaches uvicorn, which would answer a bare 500 and close the keep-alive
+    connection, so that the client's *next* request on it failed with a connection reset."""
+
+    def __init__(self, app: ASGIApp, vendor_of: Callable[[str], str]) -> None:
+        self.app, self.vendor_of = app, vendor_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = {"started": False, "done": False, "stream": False}
+
+        async def tracked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+                state["stream"] = any(k == b"content-type" and v.startswith(b"text/event-stream")
+                                      for k, v in message.get("headers", ()))
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                state["done"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception:
+            vendor = self.vendor_of(scope.get("path", ""))
+            log.exception("emulator error on %s %s (answered as a %s 500)", scope.get("method"), scope.get("path"),
+                          vendor)
+            if state["done"]:
+                return
+            try:
+                if not state["started"]:
+                    await error_response(EmulatorError(vendor, 500))(scope, receive, send)
+                    return
+                tail = stream_error(vendor) if state["stream"] else b""
+                await send({"type": "http.response.body", "body": tail, "more_body": False})
+            except OSError:  # the client is gone: nothing left to tell it
+                pass
+
+
+def stream_error(vendor: str) -> bytes:
+    """The vendor's in-stream error event for a 500."""
+    body = error_body(EmulatorError(vendor, 500))
+    return sse_event("error", body) if vendor == "anthropic" else sse_data(body)
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None,

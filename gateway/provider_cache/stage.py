@@ -107,6 +107,9 @@ class ProviderCacheStage(Stage):
     async def before(self, ctx: RequestContext) -> Hit | None:
         if ctx.policy is None or ctx.upstream_adapter is None or not ctx.upstream_body:
             return None
+        if _cannot_reach(ctx.upstream_body, min_tokens(ctx.upstream_adapter.vendor, ctx.model)):
+            ctx.record["provider_cache"] = {"provider": ctx.provider, "decision": "skip_short"}
+            return None  # most chat requests: far too short for any vendor cache, so nothing to decide
         protocol = ctx.upstream_adapter.name
         lay = ctx.scratch.get("rewrite")
         if not isinstance(lay, Layout):
@@ -299,3 +302,15 @@ class ProviderCacheStage(Stage):
             return await self.gemini.purge(tenant, key)
         except StoreUnavailable as exc:
             raise GatewayError(503, "The store is unavailable; provider caches were not purged.") from exc
+
+
+_MEDIA = (b'"image', b'"file', b'"audio', b'"input_image', b'"input_file', b'"inline_data', b'"inlineData',
+          b'"fileData', b'"document')
+
+
+def _cannot_reach(body: dict[str, Any], minimum: int) -> bool:
+    """True when the prompt is certainly under `minimum` tokens: its JSON is shorter than that many
+    bytes (a token is at least one character, and each message's JSON framing outweighs its framing
+    tokens) and carries no media (an image's tokens do not show in its URL's length)."""
+    raw = orjson.dumps(body)
+    return len(raw) < minimum and not any(marker in raw for marker in _MEDIA)
