@@ -132,6 +132,8 @@ class ResponseCacheStage(Stage):
         state.flight = flight
         state.finalizer = self.flights.watch(ctx, flight)
         ctx.scratch.setdefault(EVENT_TAPS, []).append(flight.publish)
+        if not self.store.shared:
+            return None  # one process: the in-process flight is all the single-flight there is
         lock = ReplicaLock(self.store, lock_key(ctx.tenant, state.digest), self.lock_ttl)
         deadline = time.monotonic() + self.max_wait
         while True:

@@ -34,6 +34,9 @@ class StoreBusy(StoreUnavailable):
 
 class KVStore(ABC):
     name: str = "kv"
+    # Whether other gateway processes see this store. The embedded store is this process's alone,
+    # so cross-replica coordination through it (single-flight locks) would only cost time.
+    shared: bool = True
 
     # ---- plain values ----
     @abstractmethod

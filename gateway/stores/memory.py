@@ -16,6 +16,7 @@ from gateway.stores.base import KVStore
 
 class MemoryStore(KVStore):
     name = "memory"
+    shared = False
 
     def __init__(self, max_bytes: int = 256 * 1024 * 1024, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_bytes = max_bytes

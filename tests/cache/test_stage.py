@@ -359,11 +359,11 @@ async def test_leader_that_never_finishes_does_not_block_others(redis_server, te
         await store.close()
 
 
-async def test_cancelled_leader_releases_its_followers(tenant: str) -> None:
+async def test_cancelled_leader_releases_its_followers(redis_server, tenant: str) -> None:  # type: ignore[no-untyped-def]
     from gateway.cache.key import cache_key, lock_key
     from gateway.cache.singleflight import ReplicaLock
 
-    store = open_store(Settings())
+    store = open_store(Settings(redis_url=redis_server.url))  # shared: replicas coordinate through it
     stage = ResponseCacheStage(store, max_wait=0.3)
     probe = make_ctx(dict(BODY), tenant=tenant)
     other_replica = ReplicaLock(store, lock_key(tenant, cache_key(probe, False)), ttl=5)
@@ -379,6 +379,18 @@ async def test_cancelled_leader_releases_its_followers(tenant: str) -> None:
     assert await asyncio.wait_for(follower, 2) is None  # released: it went on as its own request
     await stage.after(follower_ctx)
     await other_replica.release()
+    await store.close()
+
+
+async def test_embedded_store_takes_no_replica_lock(tenant: str) -> None:
+    # The embedded store is one process's own: a cross-replica lock in it would coordinate nobody.
+    store = open_store(Settings())
+    assert not store.shared
+    stage = ResponseCacheStage(store)
+    ctx = make_ctx(dict(BODY), tenant=tenant)
+    assert await stage.before(ctx) is None
+    assert ctx.scratch[stage.name].lock is None
+    await stage.after(ctx)
 
 
 async def test_stream_follower_of_a_leader_that_breaks_mid_stream_ends_without_finish(tenant: str) -> None:

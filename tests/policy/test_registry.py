@@ -141,7 +141,9 @@ async def test_atomic_swaps_under_concurrent_lookups(policy_dir: Writer) -> None
                 assert acme.response_cache.ttl == globex.response_cache.ttl, "a half-swapped set"
                 seen.add(acme.response_cache.ttl)
                 lookups += 1
-            await asyncio.sleep(0)
+            # a real loop idles between requests; one that never idles starves the reload thread of
+            # the GIL (each file syscall then waits a whole switch interval to take it back)
+            await asyncio.sleep(0.001)
 
     readers = [asyncio.create_task(reader()) for _ in range(4)]
     try:
