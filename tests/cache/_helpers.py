@@ -5,7 +5,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from gateway.answer import Answer
+from gateway.cache.stage import ResponseCacheStage
 from gateway.context import RequestContext
+from gateway.pipeline import Hit
 from gateway.policy.models import ResponseCachePolicy, TenantPolicy
 from gateway.protocols import get_adapter
 
@@ -43,3 +46,39 @@ def make_ctx(body: dict[str, Any], *, protocol: str = "openai_chat", tenant: str
     ctx.stream = stream
     ctx.no_cache, ctx.no_store = no_cache, no_store
     return ctx
+
+
+BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "What is 2+2?"}]}
+
+
+def answer(text: str = "4", finish: str = "stop") -> Answer:
+    return Answer(text=text, model="gpt-4o-mini-2024-07-18", finish_reason=finish, provider="openai",
+                  usage_raw={"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10})
+
+
+async def serve(stage: ResponseCacheStage, ctx: RequestContext, answer: Answer | None,
+                 calls: list[str] | None = None) -> Hit | None:
+    """One request: before(); on a miss the 'upstream' answers (or fails); then after()."""
+    hit = await stage.before(ctx)
+    if hit is None:
+        if calls is not None:
+            calls.append(ctx.request_id)
+        if answer is not None:
+            ctx.answer, ctx.answered_by = answer, "upstream"
+        else:
+            ctx.status, ctx.error = 500, "upstream status 500"
+    else:
+        ctx.answer = hit.answer
+        ctx.answered_by = "response-cache" if hit.status == "response-hit" else "single-flight"
+    await stage.after(ctx)
+    return hit
+
+
+async def lookup(stage: ResponseCacheStage, ctx: RequestContext) -> Hit | None:
+    """A request that only looks: before(), then after() as the handler always runs it."""
+    hit = await stage.before(ctx)
+    if hit is not None:
+        ctx.answer = hit.answer
+        ctx.answered_by = "response-cache" if hit.status == "response-hit" else "single-flight"
+    await stage.after(ctx)
+    return hit
