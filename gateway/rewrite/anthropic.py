@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.rewrite.layout import Layout, RewriteOptions, text_of
-from gateway.rewrite.move import Mover, canonical, is_canonical, rewrite_description, sort_by_name, stable_hash
+from gateway.rewrite.layout import Layout, RewriteOptions, insert_context, rewrite_schemas, text_of
+from gateway.rewrite.move import Mover, rewrite_texts, sort_by_name, stable_hash
 
 PROTOCOL = "anthropic_messages"
 TURNS = "messages"
@@ -58,19 +58,8 @@ def layout(body: dict[str, Any]) -> Layout:
     return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=tail > 0)
 
 
-def _blocks(blocks: list[Any], mover: Mover, where: str, preamble_only: bool) -> list[Any] | None:
-    idx = [j for j, b in enumerate(blocks) if isinstance(b, dict) and b.get("type") == "text"
-           and isinstance(b.get("text"), str)]
-    if preamble_only:
-        idx = idx[:-1]
-    out = list(blocks)
-    changed = False
-    for j in idx:
-        new = mover.text(out[j]["text"], f"{where}.{j}")
-        if new != out[j]["text"]:
-            out[j] = {**out[j], "text": new}
-            changed = True
-    return out if changed else None
+def _is_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
 
 
 def _rewrite_tools(tools: list[Any], mover: Mover, sort: bool, lay: Layout) -> list[Any]:
@@ -78,16 +67,7 @@ def _rewrite_tools(tools: list[Any], mover: Mover, sort: bool, lay: Layout) -> l
         lay.tools_unsorted_kept = "a tool carries the client's cache_control"
     elif sort:
         tools, lay.tools_sorted = sort_by_name(tools, lambda t: t.get("name") if isinstance(t, dict) else None)
-    out = []
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, dict):
-            out.append(tool)
-            continue
-        if not is_canonical(tool):
-            lay.schemas_canonicalized += 1
-            tool = canonical(tool)
-        out.append(rewrite_description(tool, mover, f"tools.{tool.get('name') or i}"))
-    return out
+    return rewrite_schemas(tools, mover, lay, lambda i, tool: f"tools.{tool.get('name') or i}")
 
 
 def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tuple[dict[str, Any], Layout]:
@@ -104,24 +84,18 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
     if isinstance(system, str):
         out["system"] = mover.text(system, "system")
     elif isinstance(system, list):
-        out["system"] = _blocks(system, mover, "system", preamble_only=False) or system
+        out["system"] = rewrite_texts(system, _is_text, mover, "system", preamble_only=False) or system
     tail = tail_start(messages)
     new = list(messages)
     first = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
     if first is not None and first < tail and isinstance(messages[first].get("content"), list):
-        blocks = _blocks(messages[first]["content"], mover, f"messages.{first}.content", preamble_only=True)
+        blocks = rewrite_texts(messages[first]["content"], _is_text, mover, f"messages.{first}.content",
+                               preamble_only=True)
         if blocks is not None:
             new[first] = {**messages[first], "content": blocks}
-    lay.prefix_hash, lay.conversation_hash = _hashes(out, new)
-    block = mover.context_block()
-    if block is not None:
-        new.insert(tail, context_turn(block, options))
-        lay.context_index = tail
+    lay.prefix_hash, lay.conversation_hash = _hashes(out, new)  # before the context turn goes in
+    insert_context(lay, new, tail, mover, context_turn, options, history=tail > 0)
     out[TURNS] = new
-    lay.stable_end = tail
-    lay.history = tail > 0
-    lay.tail_start = tail + (1 if block is not None else 0)
-    lay.moved = list(mover.moved)
     return out, lay
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.rewrite.layout import Layout, RewriteOptions
-from gateway.rewrite.move import Mover, canonical, is_canonical, rewrite_description, sort_by_name, stable_hash
+from gateway.rewrite.layout import Layout, RewriteOptions, insert_context, rewrite_schemas
+from gateway.rewrite.move import Mover, canonical, rewrite_texts, sort_by_name, stable_hash
 
 PROTOCOL = "gemini"
 TURNS = "contents"
@@ -60,22 +60,17 @@ def layout(body: dict[str, Any]) -> Layout:
     return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=tail > 0)
 
 
+def _is_text(part: Any) -> bool:
+    # Thought parts are the model's own reasoning, echoed back: not prompt text to rewrite.
+    return isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
+
+
 def _parts(content: dict[str, Any], mover: Mover, where: str, preamble_only: bool) -> dict[str, Any]:
     parts = content.get("parts")
     if not isinstance(parts, list):
         return content
-    idx = [j for j, p in enumerate(parts) if isinstance(p, dict) and isinstance(p.get("text"), str)
-           and not p.get("thought")]
-    if preamble_only:
-        idx = idx[:-1]
-    out = list(parts)
-    changed = False
-    for j in idx:
-        new = mover.text(out[j]["text"], f"{where}.parts.{j}")
-        if new != out[j]["text"]:
-            out[j] = {**out[j], "text": new}
-            changed = True
-    return {**content, "parts": out} if changed else content
+    out = rewrite_texts(parts, _is_text, mover, f"{where}.parts", preamble_only)
+    return content if out is None else {**content, "parts": out}
 
 
 def _rewrite_tools(tools: list[Any], mover: Mover, sort: bool, lay: Layout) -> list[Any]:
@@ -88,12 +83,9 @@ def _rewrite_tools(tools: list[Any], mover: Mover, sort: bool, lay: Layout) -> l
         if sort:
             decls, moved = sort_by_name(decls, lambda d: d.get("name") if isinstance(d, dict) else None)
             lay.tools_sorted = lay.tools_sorted or moved
-        new_decls = []
-        for d in decls:
-            if isinstance(d, dict) and not is_canonical(d):
-                lay.schemas_canonicalized += 1
-                d = canonical(d)
-            new_decls.append(rewrite_description(d, mover, f"tools.{i}.{d.get('name')}") if isinstance(d, dict) else d)
+        # Declarations are named within their tool entry (which has no name of its own); `i` is bound
+        # as a default so the callback cannot see a later iteration's value.
+        new_decls = rewrite_schemas(decls, mover, lay, lambda _j, d, i=i: f"tools.{i}.{d.get('name')}")
         out.append(canonical({**tool, "functionDeclarations": new_decls}))
     return out
 
@@ -115,16 +107,9 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
     first = next((i for i, c in enumerate(contents) if _role(c) == "user"), None)
     if first is not None and first < tail:
         new[first] = _parts(contents[first], mover, f"contents.{first}", preamble_only=True)
-    lay.prefix_hash, lay.conversation_hash = _hashes(out, new)
-    block = mover.context_block()
-    if block is not None:
-        new.insert(tail, context_turn(block, options))
-        lay.context_index = tail
+    lay.prefix_hash, lay.conversation_hash = _hashes(out, new)  # before the context turn goes in
+    insert_context(lay, new, tail, mover, context_turn, options, history=tail > 0)
     out[TURNS] = new
-    lay.stable_end = tail
-    lay.history = tail > 0
-    lay.tail_start = tail + (1 if block is not None else 0)
-    lay.moved = list(mover.moved)
     return out, lay
 
 

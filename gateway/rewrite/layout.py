@@ -16,11 +16,12 @@ assistant turn that made the calls plus the results (an API requires those to st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from gateway.rewrite.move import Moved
+from gateway.rewrite.move import Moved, Mover, canonical, is_canonical, rewrite_description
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,40 @@ class Layout:
         if self.skipped:
             out["skipped"] = self.skipped
         return out
+
+
+def rewrite_schemas(items: list[Any], mover: Mover, lay: Layout,
+                    where_of: Callable[[int, dict[str, Any]], str]) -> list[Any]:
+    """Tool (or function-declaration) objects with their keys in canonical order and volatile spans
+    moved out of their descriptions; `where_of(index, item)` names each item in `Moved.where`, the
+    one part that differs per protocol. Non-objects pass through untouched: the rewrite changes
+    nothing it does not understand."""
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            out.append(item)
+            continue
+        if not is_canonical(item):
+            lay.schemas_canonicalized += 1
+            item = canonical(item)
+        out.append(rewrite_description(item, mover, where_of(i, item)))
+    return out
+
+
+def insert_context(lay: Layout, turns: list[Any], tail: int, mover: Mover,
+                   context_turn: Callable[[str, RewriteOptions], Any], options: RewriteOptions,
+                   history: bool) -> None:
+    """The common end of every `rewrite()`: insert the context turn (if anything moved) at `tail`,
+    in place in `turns`, and record where everything ended up in `lay`. The caller computes the
+    hashes first, since they describe the turns without the context turn."""
+    block = mover.context_block()
+    if block is not None:
+        turns.insert(tail, context_turn(block, options))
+        lay.context_index = tail
+    lay.stable_end = tail
+    lay.history = history
+    lay.tail_start = tail + (1 if block is not None else 0)
+    lay.moved = list(mover.moved)
 
 
 def module_for(protocol: str) -> ModuleType | None:

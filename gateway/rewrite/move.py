@@ -78,6 +78,25 @@ class Mover:
         return "\n".join(lines)
 
 
+def rewrite_texts(parts: list[Any], is_text: Callable[[Any], bool], mover: Mover, where: str,
+                  preamble_only: bool) -> list[Any] | None:
+    """A copy of a content list with volatile spans moved out of each text part (`is_text` says
+    which parts are, per protocol); None when nothing changed, so that the caller keeps the very
+    same object. `preamble_only` leaves the last text part alone: that one is the turn's question,
+    not a preamble."""
+    idx = [j for j, p in enumerate(parts) if is_text(p)]
+    if preamble_only:
+        idx = idx[:-1]
+    out = list(parts)
+    changed = False
+    for j in idx:
+        new = mover.text(out[j]["text"], f"{where}.{j}")
+        if new != out[j]["text"]:
+            out[j] = {**out[j], "text": new}  # a copy: the input body is never mutated
+            changed = True
+    return out if changed else None
+
+
 # ---- tools and schemas -------------------------------------------------------------------------
 
 

@@ -12,10 +12,11 @@ volatile values back in front of everything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from gateway.rewrite.layout import Layout, RewriteOptions, text_of
-from gateway.rewrite.move import Mover, canonical, is_canonical, rewrite_description, sort_by_name, stable_hash
+from gateway.rewrite.layout import Layout, RewriteOptions, insert_context, rewrite_schemas, text_of
+from gateway.rewrite.move import Mover, rewrite_texts, sort_by_name, stable_hash
 
 PROTOCOL = "openai_chat"
 TURNS = "messages"
@@ -80,7 +81,15 @@ def _history(messages: list[Any], tail: int) -> bool:
     return any(isinstance(m, dict) and m.get("role") not in SYSTEM_ROLES for m in messages[:tail])
 
 
-def _content(message: dict[str, Any], mover: Mover, where: str, preamble_only: bool) -> dict[str, Any]:
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+
+
+def rewrite_content(message: dict[str, Any], is_text: Callable[[Any], bool], mover: Mover, where: str,
+                    preamble_only: bool) -> dict[str, Any]:
+    """`message` with volatile spans moved out of its `content` (a string or a list of parts);
+    the same object when nothing changed. Shared with the Responses API, whose messages have the
+    same shape and differ only in which part types carry text (`is_text`)."""
     content = message.get("content")
     if isinstance(content, str):
         if preamble_only:
@@ -89,33 +98,14 @@ def _content(message: dict[str, Any], mover: Mover, where: str, preamble_only: b
         return message if new == content else {**message, "content": new}
     if not isinstance(content, list):
         return message
-    text_idx = [j for j, p in enumerate(content) if isinstance(p, dict) and p.get("type") == "text"
-                and isinstance(p.get("text"), str)]
-    if preamble_only:
-        text_idx = text_idx[:-1]
-    parts = list(content)
-    changed = False
-    for j in text_idx:
-        new = mover.text(parts[j]["text"], f"{where}.content.{j}")
-        if new != parts[j]["text"]:
-            parts[j] = {**parts[j], "text": new}
-            changed = True
-    return {**message, "content": parts} if changed else message
+    parts = rewrite_texts(content, is_text, mover, f"{where}.content", preamble_only)
+    return message if parts is None else {**message, "content": parts}
 
 
 def rewrite_tools(tools: list[Any], mover: Mover, sort: bool, lay: Layout) -> list[Any]:
     if sort:
         tools, lay.tools_sorted = sort_by_name(tools, _tool_name)
-    out = []
-    for i, tool in enumerate(tools):
-        if not isinstance(tool, dict):
-            out.append(tool)
-            continue
-        if not is_canonical(tool):
-            lay.schemas_canonicalized += 1
-            tool = canonical(tool)
-        out.append(rewrite_description(tool, mover, f"tools.{_tool_name(tool) or i}"))
-    return out
+    return rewrite_schemas(tools, mover, lay, lambda i, tool: f"tools.{_tool_name(tool) or i}")
 
 
 def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tuple[dict[str, Any], Layout]:
@@ -136,21 +126,14 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
             continue
         role = m.get("role")
         if i < tail and role in SYSTEM_ROLES:
-            new[i] = _content(m, mover, f"messages.{i}", preamble_only=False)
+            new[i] = rewrite_content(m, _is_text, mover, f"messages.{i}", preamble_only=False)
         elif role == "user":
             if not seen_user and i < tail:
-                new[i] = _content(m, mover, f"messages.{i}", preamble_only=True)
+                new[i] = rewrite_content(m, _is_text, mover, f"messages.{i}", preamble_only=True)
             seen_user = True
     lay.prefix_hash, lay.conversation_hash = _hashes(out, new)  # before the context turn goes in
-    block = mover.context_block()
-    if block is not None:
-        new.insert(tail, context_turn(block, options))
-        lay.context_index = tail
+    insert_context(lay, new, tail, mover, context_turn, options, history=_history(messages, tail))
     out[TURNS] = new
-    lay.stable_end = tail
-    lay.history = _history(messages, tail)
-    lay.tail_start = tail + (1 if block is not None else 0)
-    lay.moved = list(mover.moved)
     return out, lay
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.rewrite.layout import Layout, RewriteOptions, text_of
+from gateway.rewrite.layout import Layout, RewriteOptions, insert_context, text_of
 from gateway.rewrite.move import Mover, stable_hash
-from gateway.rewrite.openai_chat import rewrite_tools
+from gateway.rewrite.openai_chat import rewrite_content, rewrite_tools
 
 PROTOCOL = "openai_responses"
 TURNS = "input"
@@ -77,27 +77,8 @@ def _history(items: list[Any], tail: int) -> bool:
     return any(not (_is_message(i) and i.get("role") in SYSTEM_ROLES) for i in items[:tail])
 
 
-def _content(item: dict[str, Any], mover: Mover, where: str, preamble_only: bool) -> dict[str, Any]:
-    content = item.get("content")
-    if isinstance(content, str):
-        if preamble_only:
-            return item
-        new = mover.text(content, where)
-        return item if new == content else {**item, "content": new}
-    if not isinstance(content, list):
-        return item
-    idx = [j for j, p in enumerate(content) if isinstance(p, dict) and p.get("type") in _TEXT_PARTS
-           and isinstance(p.get("text"), str)]
-    if preamble_only:
-        idx = idx[:-1]
-    parts = list(content)
-    changed = False
-    for j in idx:
-        new = mover.text(parts[j]["text"], f"{where}.content.{j}")
-        if new != parts[j]["text"]:
-            parts[j] = {**parts[j], "text": new}
-            changed = True
-    return {**item, "content": parts} if changed else item
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str)
 
 
 def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tuple[dict[str, Any], Layout]:
@@ -120,23 +101,16 @@ def rewrite(body: dict[str, Any], mover: Mover, options: RewriteOptions) -> tupl
             continue
         role = item.get("role")
         if i < tail and role in SYSTEM_ROLES:
-            items[i] = _content(item, mover, f"input.{i}", preamble_only=False)
+            items[i] = rewrite_content(item, _is_text, mover, f"input.{i}", preamble_only=False)
         elif role == "user":
             if not seen_user and i < tail:
-                items[i] = _content(item, mover, f"input.{i}", preamble_only=True)
+                items[i] = rewrite_content(item, _is_text, mover, f"input.{i}", preamble_only=True)
             seen_user = True
-    lay.prefix_hash, lay.conversation_hash = _hashes(out, items)
-    block = mover.context_block()
-    if block is not None:
-        items.insert(tail, context_turn(block, options))
-        lay.context_index = tail
-        out[TURNS] = items
-    elif isinstance(raw, list):
-        out[TURNS] = items
-    lay.stable_end = tail
-    lay.history = _history(items, tail)
-    lay.tail_start = tail + (1 if block is not None else 0)
-    lay.moved = list(mover.moved)
+    lay.prefix_hash, lay.conversation_hash = _hashes(out, items)  # before the context turn goes in
+    # `items[:tail]` is the same before and after the context turn goes in at `tail`.
+    insert_context(lay, items, tail, mover, context_turn, options, history=_history(items, tail))
+    if lay.context_index is not None or isinstance(raw, list):
+        out[TURNS] = items  # a plain-string `input` stays a string unless the context turn needs a list
     return out, lay
 
 
