@@ -68,13 +68,6 @@ class AnthropicMessagesAdapter(AdapterBase):
     name = NAME
     vendor = "anthropic"
 
-    def model_of(self, body: dict[str, Any], path_model: str | None) -> str:
-        model = body.get("model")
-        return model if isinstance(model, str) else ""
-
-    def is_stream(self, body: dict[str, Any], path_stream: bool) -> bool:
-        return body.get("stream") is True
-
     def conversation(self, body: dict[str, Any]) -> Conversation:
         return anthropic_conversation(body)
 

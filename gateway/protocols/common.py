@@ -63,6 +63,15 @@ class AdapterBase:
     name: str = ""
     vendor: str = ""
 
+    def model_of(self, body: dict[str, Any], path_model: str | None) -> str:
+        """The model named in the body (Gemini overrides: its model is in the path)."""
+        model = body.get("model")
+        return model if isinstance(model, str) else ""
+
+    def is_stream(self, body: dict[str, Any], path_stream: bool) -> bool:
+        """Only a literal `true` streams, as the vendors read it (Gemini overrides: the path decides)."""
+        return body.get("stream") is True
+
     def error_body(self, status: int, message: str, code: str | None = None) -> dict[str, Any]:
         return vendor_error_body(self.vendor, status, message, code)
 

@@ -84,13 +84,6 @@ class OpenAIResponsesAdapter(AdapterBase):
     name = NAME
     vendor = "openai"
 
-    def model_of(self, body: dict[str, Any], path_model: str | None) -> str:
-        model = body.get("model")
-        return model if isinstance(model, str) else ""
-
-    def is_stream(self, body: dict[str, Any], path_stream: bool) -> bool:
-        return body.get("stream") is True
-
     def conversation(self, body: dict[str, Any]) -> Conversation:
         return responses_conversation(body)
 
