@@ -91,17 +91,21 @@ def key_material(ctx: RequestContext, user_scope: bool) -> dict[str, Any]:
     protocol = ctx.adapter.name
     drop = TRANSPORT_FIELDS.get(protocol, _DEFAULT_TRANSPORT)
     body = {k: v for k, v in ctx.body.items() if k not in drop}
+    return {"v": KEY_VERSION, **identity_material(ctx, user_scope), "body": body}
+
+
+def identity_material(ctx: RequestContext, user_scope: bool) -> dict[str, Any]:
+    """Who asks and where the question goes: the part every cache key (exact and semantic) shares.
+    The tenant comes from the API key, never from the body."""
     return {
-        "v": KEY_VERSION,
         "tenant": ctx.tenant,
         "user": ctx.user if user_scope else None,
-        "protocol": protocol,
+        "protocol": ctx.adapter.name,
         "endpoint": ctx.endpoint,
         "api_version": ctx.scratch.get("api_version"),
         "provider": ctx.provider,
         "model": ctx.model,
         "headers": {h: ctx.headers[h] for h in HEADERS_IN_KEY if h in ctx.headers},
-        "body": body,
     }
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from gateway.cache.key import HEADERS_IN_KEY, TRANSPORT_FIELDS, canonical_bytes, unreplayable
+from gateway.cache.key import TRANSPORT_FIELDS, canonical_bytes, identity_material, unreplayable
 
 if TYPE_CHECKING:
     from gateway.context import RequestContext
@@ -104,14 +104,7 @@ def context_material(ctx: RequestContext, user_scope: bool, version: str, embedd
     conv = ctx.conversation
     return {
         "v": CONTEXT_VERSION,
-        "tenant": ctx.tenant,
-        "user": ctx.user if user_scope else None,
-        "protocol": protocol,
-        "endpoint": ctx.endpoint,
-        "api_version": ctx.scratch.get("api_version"),
-        "provider": ctx.provider,
-        "model": ctx.model,
-        "headers": {h: ctx.headers[h] for h in HEADERS_IN_KEY if h in ctx.headers},
+        **identity_material(ctx, user_scope),
         "system": conv.system,
         "history": [[t.role, t.text] for t in conv.turns[:-1]],
         "tools": conv.tools,
