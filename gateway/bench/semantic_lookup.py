@@ -83,12 +83,16 @@ async def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(1)
     t0 = time.perf_counter()
     answer = Answer(text="A stored answer of a few sentences. " * 4, model="gpt-4o-mini", provider="openai")
+    batch = []
     for tenant in tenants:
         picks = rng.choice(len(stored_texts), size=per_tenant, replace=per_tenant > len(stored_texts))
-        batch = [(Entry(tenant, ctx, "", f"{stored_texts[i]} #{k}" if k >= len(stored_texts) else stored_texts[i],
-                        answer, now, now + 86400), stored_vecs[i]) for k, i in enumerate(picks)]
-        for i in range(0, len(batch), 1000):
-            await store.upsert(batch[i : i + 1000])
+        batch += [(Entry(tenant, ctx, "", f"{stored_texts[i]} #{k}" if k >= len(stored_texts) else stored_texts[i],
+                         answer, now, now + 86400), stored_vecs[i]) for k, i in enumerate(picks)]
+    # Entries arrive from every tenant interleaved, as live traffic stores them (not tenant by tenant).
+    order = rng.permutation(len(batch))
+    batch = [batch[j] for j in order]
+    for i in range(0, len(batch), 1000):
+        await store.upsert(batch[i : i + 1000])
     print(f"stored {await store.count()} entries for {len(tenants)} tenants in {time.perf_counter() - t0:.1f}s "
           f"({store.name})")
 

@@ -34,12 +34,15 @@ T = TypeVar("T")
 
 
 def _must(must: MustFilter) -> qe.Filter:
-    return qe.Filter(must=[
-        qe.FieldCondition(key="tenant", match=qe.MatchValue(must.tenant)),
-        qe.FieldCondition(key="ctx", match=qe.MatchValue(must.ctx)),
-        qe.FieldCondition(key="version", match=qe.MatchValue(must.version)),
-        qe.FieldCondition(key="expires_at", range=qe.RangeFloat(gt=must.now)),
-    ])
+    # One condition: the scope key stands for tenant, context and version. Expiry is checked on the
+    # results in Python (`Scope.admits`, which re-checks everything) rather than as a second
+    # condition that would double the search's cost; `_query` over-fetches so that expired points,
+    # until the next sweep removes them, do not push live ones out of the top k.
+    return qe.Filter(must=[qe.FieldCondition(key="scope", match=qe.MatchValue(must.key))])
+
+
+# Extra candidates fetched beyond the limit, room for expired points not yet swept.
+EXPIRED_SLACK = 5
 
 
 class EdgeStore(VectorStore):
@@ -76,6 +79,7 @@ class EdgeStore(VectorStore):
             ("ctx", qe.PayloadSchemaType.Keyword),
             ("version", qe.PayloadSchemaType.Keyword),
             ("expires_at", qe.PayloadSchemaType.Float),
+            ("scope", qe.KeywordIndexParams(is_tenant=True)),
         ):
             if field not in indexed:
                 shard.update(qe.UpdateOperation.create_field_index(field, schema))
@@ -90,7 +94,7 @@ class EdgeStore(VectorStore):
         await self._call(self._open_sync, ADMIN_TIMEOUT)
 
     async def _query(self, must: MustFilter, vector: list[float], limit: int, min_score: float) -> list[Candidate]:
-        request = qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vector), filter=_must(must),
+        request = qe.QueryRequest(limit=limit + EXPIRED_SLACK, query=qe.Query.Nearest(vector), filter=_must(must),
                                   with_payload=True, score_threshold=min_score)
 
         def run() -> list[Candidate]:

@@ -174,3 +174,22 @@ def test_entry_ids_are_scoped() -> None:
     assert entry("acme", "q").id != entry("globex", "q").id
     assert entry("acme", "q").id == entry("acme", "q").id
     assert uuid.UUID(entry("acme", "q").id)
+
+
+async def test_expired_neighbours_do_not_hide_a_live_entry(store: VectorStore) -> None:
+    # Expired points stay in the collection until the next sweep; the embedded adapter checks
+    # expiry on its results, so it must fetch past them to the live one.
+    v = vec(7)
+    past = time.time() - 7200
+    await store.upsert([(entry("acme", f"old {i}", ttl=60, now=past), v) for i in range(5)])
+    near = v + 0.05 * vec(8)
+    await store.upsert([(entry("acme", "live"), near / np.linalg.norm(near))])
+    found = await store.search(Scope("acme", CTX, "", time.time()), v, 5, 0.0)
+    assert [c.question for c in found] == ["live"]
+
+
+def test_scope_key_separates_tenant_context_and_version() -> None:
+    keys = {store_mod.scope_key(t, c, ver) for t in ("acme", "globex") for c in (CTX, OTHER_CTX) for ver in ("", "v2")}
+    assert len(keys) == 8
+    assert Scope("acme", CTX, "v2", 0.0).must().key == store_mod.scope_key("acme", CTX, "v2")
+    assert entry("acme", "q", version="v2").payload()["scope"] == store_mod.scope_key("acme", CTX, "v2")
