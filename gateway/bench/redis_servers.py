@@ -32,12 +32,19 @@ def _exe(name: str) -> str:
     return path
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
+def poll(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
+    """Whether `condition` came true within `timeout` seconds (checked every `interval`)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
+            return False
         time.sleep(interval)
+    return True
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
+    if not poll(condition, timeout, interval):
+        raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 class RedisNode:

@@ -12,7 +12,7 @@ import inspect
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from google.genai import types as genai_types
 
 from gateway.app import create_app
 from gateway.assembly import Components, build_components
+from gateway.bench.redis_servers import poll
 from gateway.cache import ResponseCacheStage
 from gateway.config import Settings
 from gateway.emulators.harness import EmulatorSet
@@ -372,17 +373,17 @@ def test_redis_killed_mid_run_fails_nothing_and_hits_resume(emu: EmulatorSet, ow
         workers = [threading.Thread(target=client, args=(n,)) for n in range(4)]
         for w in workers:
             w.start()
-        assert _wait_for(lambda: "response-hit" in seen), seen
+        assert poll(lambda: "response-hit" in seen, 5.0), seen
         own_redis.stop()  # killed like a crash, while four clients keep sending
         mark = len(seen)
         # no stall: 20 more answers come as fast as the clients can ask (seconds, not the minutes a
         # proxy waiting on a dead Redis takes); the bound is loose because this machine is shared.
-        assert _wait_for(lambda: len(seen) >= mark + 20, 10), "requests stalled while Redis was down"
+        assert poll(lambda: len(seen) >= mark + 20, 10), "requests stalled while Redis was down"
         assert set(seen[mark + 4:]) == {"miss"}  # proxied as misses (the first few may have hit just before)
         assert httpx2.get(gw.url + "/readyz").status_code == 200
         own_redis.start()  # an empty Redis: what was stored before is gone
         back = len(seen)
-        assert _wait_for(lambda: "response-hit" in seen[back:], 10), seen[back:]  # hits resume
+        assert poll(lambda: "response-hit" in seen[back:], 10), seen[back:]  # hits resume
         stop.set()
         for w in workers:
             w.join(10)
@@ -394,13 +395,6 @@ def test_redis_killed_mid_run_fails_nothing_and_hits_resume(emu: EmulatorSet, ow
         gw.server.stop()
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.fixture(autouse=True)

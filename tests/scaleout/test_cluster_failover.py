@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -26,7 +26,7 @@ import openai
 import pytest
 from redis.crc import key_slot
 
-from gateway.bench.redis_servers import RedisClusterProcs
+from gateway.bench.redis_servers import RedisClusterProcs, poll
 from gateway.localrun import LocalGateway
 from gateway.stores.cluster import NodeBreakers
 
@@ -39,13 +39,6 @@ def cluster() -> Iterator[RedisClusterProcs]:
         yield c
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_primary_killed_mid_run_fails_open_per_shard_then_recovers(
@@ -96,7 +89,7 @@ def test_primary_killed_mid_run_fails_open_per_shard_then_recovers(
                 assert ask(tenant, p) == "miss"
                 # The store runs after the response is sent: a quick second ask may still ride on the
                 # first one's flight (reported as a coalesced miss) before the entry lands.
-                assert _wait_for(lambda p=p, t=tenant: ask(t, p) == "response-hit", 10)
+                assert poll(lambda p=p, t=tenant: ask(t, p) == "response-hit", 10)
         time.sleep(0.5)  # replication to the replicas is asynchronous
         for w in workers:
             w.start()
@@ -104,7 +97,7 @@ def test_primary_killed_mid_run_fails_open_per_shard_then_recovers(
         victim.stop()  # killed like a crash while four clients keep sending
         killed = time.monotonic()
         settle = killed + 0.5  # requests already past their lookup when the node died
-        assert _wait_for(lambda: len(statuses("acme", settle)) >= 12 and len(statuses(other, settle)) >= 12, 60), \
+        assert poll(lambda: len(statuses("acme", settle)) >= 12 and len(statuses(other, settle)) >= 12, 60), \
             "requests stalled while a primary was down"
         assert set(statuses("acme", settle)) == {"miss"}  # fail-open: proxied, not failed
         assert set(statuses(other, settle)) == {"response-hit"}  # the other shards keep serving
@@ -116,7 +109,7 @@ def test_primary_killed_mid_run_fails_open_per_shard_then_recovers(
             r.config_set("cluster-replica-no-failover", "no")  # now the replica takes over
         cluster.wait_healthy(60)
         promoted = time.monotonic()
-        assert _wait_for(lambda: "response-hit" in statuses("acme", promoted), 30), statuses("acme", promoted)
+        assert poll(lambda: "response-hit" in statuses("acme", promoted), 30), statuses("acme", promoted)
         assert set(statuses(other, killed)) == {"response-hit"}
 
         victim.start()  # the old primary comes back and rejoins, as a replica
@@ -127,7 +120,7 @@ def test_primary_killed_mid_run_fails_open_per_shard_then_recovers(
             w.join(30)
         assert failures == [], failures[:5]
         # the client's slot map and the breaker settle within a few requests of the rejoin
-        assert _wait_for(lambda: ask("acme", warm["acme"][0]) == "response-hit", 10)
+        assert poll(lambda: ask("acme", warm["acme"][0]) == "response-hit", 10)
     finally:
         stop.set()
         for w in workers:
