@@ -158,6 +158,17 @@ async def closed_loop(request: Request, *, concurrency: int, total: int, warmup:
     return result
 
 
+async def read_answer(resp: aiohttp.ClientResponse, stream: bool) -> float | None:
+    """Read a whole answer; for a stream, the moment its first bytes arrived (the TTFT mark)."""
+    if not stream:
+        await resp.read()
+        return None
+    first = None
+    async for _ in resp.content.iter_any():
+        first = first or time.perf_counter()
+    return first
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used (robust on a shared, noisy machine)."""
     with open(f"/proc/{pid}/stat") as f:

@@ -30,7 +30,6 @@ import asyncio
 import os
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop
+from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop, read_answer
 from gateway.bench.redis_accounting import Monitor, ServerStats, Traced, cpu_seconds, entry_bytes
 from gateway.bench.redis_servers import RedisClusterProcs, RedisSingle
 from gateway.bench.semantic_lookup import questions
@@ -115,12 +114,7 @@ class Load:
                 body["stream"] = True
             url = self.urls[i % len(self.urls)]
             async with session.post(f"{url}/v1/chat/completions", data=orjson.dumps(body), headers=headers) as resp:
-                ttft = None
-                if stream:
-                    async for _ in resp.content.iter_any():
-                        ttft = ttft or time.perf_counter()
-                else:
-                    await resp.read()
+                ttft = await read_answer(resp, stream)
                 if resp.status == 200 and resp.headers.get("x-gateway-cache") != expect:
                     off[0] += 1
                 return resp.status, ttft

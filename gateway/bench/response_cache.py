@@ -33,7 +33,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop, fmt_ms, summary
+from gateway.bench.common import GatewayProcess, LoadResult, append_section, closed_loop, fmt_ms, read_answer, summary
 from gateway.bench.redis_servers import RedisSingle
 
 KEY = "bench-key"
@@ -80,12 +80,7 @@ def _sender(url: str, texts: Callable[[int], str], stream: bool, expect: str, of
         text = texts(i)
         body = bodies.get(text) or _body(text, stream)
         async with session.post(f"{url}/v1/chat/completions", data=body, headers=headers) as resp:
-            ttft = None
-            if stream:
-                async for _ in resp.content.iter_any():
-                    ttft = ttft or time.perf_counter()
-            else:
-                await resp.read()
+            ttft = await read_answer(resp, stream)
             if resp.status == 200 and resp.headers.get("x-gateway-cache") != expect:
                 off[0] += 1
             return resp.status, ttft
