@@ -8,7 +8,6 @@ Upstream calls are counted by the emulators; `x-gateway-cache` is read from the 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
 import time
 import uuid
@@ -23,6 +22,7 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
+from sdk_support import ask_chat
 
 from gateway.app import create_app
 from gateway.assembly import Components, build_components
@@ -292,19 +292,8 @@ async def test_fifty_concurrent_identical_requests_make_one_upstream_call(gw: Ga
                                 http_client=httpx2.AsyncClient(limits=limits, timeout=30))
 
     async def one(i: int) -> tuple[str | None, str]:
-        as_stream = stream and i % 2 == 0  # a mix: stream followers and whole-answer followers
-        raw = await client.chat.completions.with_raw_response.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}], stream=as_stream)
-        parsed = raw.parse()
-        if inspect.isawaitable(parsed):
-            parsed = await parsed
-        if not as_stream:
-            return raw.headers.get("x-gateway-cache"), parsed.choices[0].message.content or ""
-        text = ""
-        async for chunk in parsed:
-            if chunk.choices:
-                text += chunk.choices[0].delta.content or ""
-        return raw.headers.get("x-gateway-cache"), text
+        # a mix: stream followers and whole-answer followers
+        return await ask_chat(client, prompt, stream=stream and i % 2 == 0)
 
     try:
         results = await asyncio.gather(*(one(i) for i in range(50)))

@@ -18,7 +18,6 @@ server (docs/deploy.md, Capacity).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
 import time
 import uuid
@@ -32,6 +31,7 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 from redis import Redis
+from sdk_support import ask_chat
 
 from gateway.bench.common import GatewayProcess
 from gateway.emulators.harness import EmulatorSet
@@ -106,19 +106,7 @@ async def test_fifty_concurrent_identical_new_requests_over_two_gateways_make_on
                                   http_client=httpx2.AsyncClient(limits=limits, timeout=60)) for g in pair]
 
     async def one(i: int) -> tuple[str | None, str]:
-        stream = i % 4 == 0  # some stream, most do not
-        raw = await clients[i % 2].chat.completions.with_raw_response.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}], stream=stream)
-        parsed = raw.parse()
-        if inspect.isawaitable(parsed):
-            parsed = await parsed
-        if not stream:
-            return raw.headers.get("x-gateway-cache"), parsed.choices[0].message.content or ""
-        text = ""
-        async for chunk in parsed:
-            if chunk.choices:
-                text += chunk.choices[0].delta.content or ""
-        return raw.headers.get("x-gateway-cache"), text
+        return await ask_chat(clients[i % 2], prompt, stream=i % 4 == 0)  # some stream, most do not
 
     try:
         results = await asyncio.gather(*(one(i) for i in range(50)))
