@@ -25,12 +25,12 @@ from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
-from gateway.pipeline import Pipeline
+from gateway.pipeline import UPSTREAM_FAILED, Pipeline
 from gateway.policy.registry import PolicyRegistry
 from gateway.protocols import get_adapter
 from gateway.providers import ProviderTable
 from gateway.request_policy import apply_policy
-from gateway.respond import error_response, respond_hit, respond_upstream
+from gateway.respond import error_response, finish_background_reads, respond_hit, respond_upstream
 from gateway.upstream.call import ErrorHook, Failover, open_upstream
 from gateway.upstream.client import UpstreamClients
 
@@ -138,6 +138,12 @@ class Gateway:
             ctx.latency_s = ctx.elapsed()
         for hook in self.on_done:
             hook(ctx)
+        if ctx.answer is None:
+            for failed in ctx.scratch.get(UPSTREAM_FAILED) or ():
+                try:
+                    failed()
+                except Exception as exc:  # never let a stage's hook fail the request's end
+                    log.warning("upstream-failed hook raised", extra={"request_id": ctx.request_id, "error": repr(exc)})
         task = asyncio.get_running_loop().create_task(self._after(ctx, pipeline or self.pipeline))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -152,6 +158,8 @@ class Gateway:
             })
 
     async def drain(self, limit_s: float = 30.0) -> None:
-        """Wait for the post-stages still running (graceful shutdown)."""
+        """Wait for the post-stages still running (graceful shutdown), and first for upstream streams
+        still being read for single-flight followers (their end starts post-stages too)."""
+        await finish_background_reads(limit_s)
         if self._background:
             await asyncio.wait(list(self._background), timeout=limit_s)

@@ -31,6 +31,14 @@ log = logging.getLogger("gateway.pipeline")
 # The handler calls every callable in ctx.scratch[EVENT_TAPS] with each neutral event it parses from
 # the upstream answer, as it arrives: that is how single-flight followers get a leader's stream live.
 EVENT_TAPS = "event_taps"
+# Callables in ctx.scratch[UPSTREAM_WANTED] say whether other requests still wait on this one's upstream
+# answer (a single-flight leader's followers). While one says yes, a stream whose own client left is
+# read to the end for them instead of being cut (and their streams with it).
+UPSTREAM_WANTED = "upstream_wanted"
+# Callables in ctx.scratch[UPSTREAM_FAILED] run the moment a request ends without a complete answer
+# (before its post-stages, which run later in the background): a single-flight leader releases its
+# followers then, so none joins a flight whose leader is already gone.
+UPSTREAM_FAILED = "upstream_failed"
 
 # (stage name, phase) -> None; the metrics module counts stage failures through it.
 StageErrorHook = Callable[[str, str], None]

@@ -14,6 +14,7 @@ post-stages (usage, stores) in the background, so they never delay the client.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 
@@ -23,7 +24,7 @@ from starlette.responses import Response, StreamingResponse
 from gateway.answer import Answer, AnswerBuilder, Event
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
-from gateway.pipeline import EVENT_TAPS, Hit
+from gateway.pipeline import EVENT_TAPS, UPSTREAM_WANTED, Hit
 from gateway.protocols.base import SSEFilter, StreamParser
 from gateway.upstream.call import Upstream
 
@@ -207,6 +208,7 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                         done: Done) -> AsyncIterator[bytes]:
     splitter = SSESplitter() if sse_filter is not None else None
     taps = ctx.scratch.get(EVENT_TAPS) or ()
+    reading, handed_off = True, False
     try:
         async for chunk in up.response.content.iter_any():
             events = parser.feed(chunk)
@@ -222,19 +224,25 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
+        reading = False
         _tap(taps, parser.end())
         if splitter is not None and (rest := splitter.rest()) and (kept := sse_filter(rest)) is not None:  # type: ignore[misc]
             yield kept + b"\n\n"
         _complete(ctx, parser.answer(), "upstream")
+    except (asyncio.CancelledError, GeneratorExit):
+        handed_off = _client_left(ctx, up, parser, taps, done, reading)
+        raise
     finally:
-        up.close()
-        _finish(ctx, done)
+        if not handed_off:
+            up.close()
+            _finish(ctx, done)
 
 
 async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                             done: Done) -> AsyncIterator[bytes]:
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
     taps = ctx.scratch.get(EVENT_TAPS) or ()
+    reading, handed_off = True, False
     try:
         async for chunk in up.response.content.iter_any():
             events = parser.feed(chunk)
@@ -244,6 +252,7 @@ async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamPar
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
+        reading = False
         events = parser.end()
         _tap(taps, events)
         tail = b"".join(renderer.render(ev) for ev in events)
@@ -254,9 +263,62 @@ async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamPar
         else:
             message, code = _stream_failure(ctx, parser)
             yield tail + renderer.error(502, message, code)
+    except (asyncio.CancelledError, GeneratorExit):
+        handed_off = _client_left(ctx, up, parser, taps, done, reading)
+        raise
+    finally:
+        if not handed_off:
+            up.close()
+            _finish(ctx, done)
+
+
+def _client_left(ctx: RequestContext, up: Upstream, parser: StreamParser, taps: Iterable[Callable[[Event], None]],
+                 done: Done, reading: bool) -> bool:
+    """The client went away mid-stream. Alone, its upstream stream is cut with it (the vendor stops
+    generating). But when other requests ride on this upstream answer (single-flight followers),
+    cutting it would cut their streams too: it is read to the end for them in the background, and
+    stored like any complete answer. True when the request was handed to that background reader."""
+    if not any(wanted() for wanted in ctx.scratch.get(UPSTREAM_WANTED) or ()):
+        return False
+    ctx.latency_s = ctx.elapsed()  # what this client saw
+    if not reading:  # the whole upstream answer is in: only the last bytes to this client were lost
+        _complete(ctx, parser.answer(), "upstream")
+        return False
+    try:
+        task = asyncio.get_running_loop().create_task(_read_rest(ctx, up, parser, taps, done))
+    except RuntimeError:  # the loop is closing: nobody is left to wait
+        return False
+    _READING_FOR_FOLLOWERS.add(task)
+    task.add_done_callback(_READING_FOR_FOLLOWERS.discard)
+    return True
+
+
+# Background readers of upstream streams whose client left while followers wait (kept referenced).
+_READING_FOR_FOLLOWERS: set[asyncio.Task[None]] = set()
+
+
+async def _read_rest(ctx: RequestContext, up: Upstream, parser: StreamParser,
+                     taps: Iterable[Callable[[Event], None]], done: Done) -> None:
+    try:
+        async for chunk in up.response.content.iter_any():
+            _tap(taps, parser.feed(chunk))
+        _tap(taps, parser.end())
+        _complete(ctx, parser.answer(), "upstream")
+    except Exception as exc:  # the upstream failed too: followers end like a cut stream
+        log.info("upstream stream read for single-flight followers failed",
+                 extra={"request_id": ctx.request_id, "error": f"{type(exc).__name__}: {exc}"})
     finally:
         up.close()
         _finish(ctx, done)
+
+
+async def finish_background_reads(limit_s: float) -> None:
+    """Wait for upstream streams being read for followers (graceful shutdown), this loop's only
+    (several gateways, each on its own loop, share the process in tests and the demo)."""
+    loop = asyncio.get_running_loop()
+    mine = [t for t in _READING_FOR_FOLLOWERS if t.get_loop() is loop]
+    if mine:
+        await asyncio.wait(mine, timeout=limit_s)
 
 
 def _stream_failure(ctx: RequestContext, parser: StreamParser) -> tuple[str, str | None]:

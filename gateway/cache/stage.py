@@ -29,7 +29,7 @@ from gateway.cache.purge import purge
 from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
 from gateway.context import RequestContext
 from gateway.metrics import CACHE_LOOKUPS
-from gateway.pipeline import EVENT_TAPS, Hit, Stage
+from gateway.pipeline import EVENT_TAPS, UPSTREAM_FAILED, UPSTREAM_WANTED, Hit, Stage
 from gateway.policy.models import ResponseCachePolicy
 from gateway.stores.base import KVStore, StoreUnavailable
 
@@ -132,6 +132,8 @@ class ResponseCacheStage(Stage):
         state.flight = flight
         state.finalizer = self.flights.watch(ctx, flight)
         ctx.scratch.setdefault(EVENT_TAPS, []).append(flight.publish)
+        ctx.scratch.setdefault(UPSTREAM_WANTED, []).append(lambda: flight.followers > 0 and not flight.done)
+        ctx.scratch.setdefault(UPSTREAM_FAILED, []).append(lambda: self._abandon(state))
         if not self.store.shared:
             return None  # one process: the in-process flight is all the single-flight there is
         lock = ReplicaLock(self.store, lock_key(ctx.tenant, state.digest), self.lock_ttl)

@@ -11,7 +11,7 @@ import pytest
 from gateway.answer import Finish, Start, TextDelta
 from gateway.cache.stage import EVENT_TAPS, ResponseCacheStage
 from gateway.config import Settings
-from gateway.pipeline import Hit
+from gateway.pipeline import UPSTREAM_FAILED, UPSTREAM_WANTED, Hit
 from gateway.stores import KVStore, open_store
 
 from ._helpers import BODY, answer, lookup, make_ctx
@@ -196,3 +196,40 @@ async def test_stream_follower_of_a_leader_that_breaks_mid_stream_ends_without_f
     await asyncio.wait_for(reader, 1)  # ends, without raising into the handler
     assert got == [Start(model="gpt-4o-mini"), TextDelta("two ")]
     assert "saved_from" not in follower_ctx.record
+
+
+async def test_a_leader_that_ends_without_an_answer_releases_its_flight_at_once(tenant: str) -> None:
+    # The request's post-stages run later in the background; a request arriving in between must not
+    # join (and replay the first events of) a flight whose leader is already gone.
+    stage = ResponseCacheStage(open_store(Settings()))
+    leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
+    assert await stage.before(leader) is None
+    for tap in leader.scratch[EVENT_TAPS]:
+        tap(Start(model="gpt-4o-mini"))
+        tap(TextDelta("two "))
+    assert leader.scratch[UPSTREAM_WANTED][0]() is False  # nobody rides on it yet
+    for failed in leader.scratch[UPSTREAM_FAILED]:  # what the handler runs when the stream is cut
+        failed()
+    newcomer = make_ctx(dict(BODY), tenant=tenant, stream=True)
+    assert await stage.before(newcomer) is None  # it leads a new flight instead
+    await stage.after(leader)  # the late post-stage finds nothing left to release
+    assert len(stage.flights) == 1
+    await stage.after(newcomer)
+    assert len(stage.flights) == 0
+
+
+async def test_a_flight_with_followers_is_wanted(tenant: str) -> None:
+    stage = ResponseCacheStage(open_store(Settings()))
+    leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
+    assert await stage.before(leader) is None
+    for tap in leader.scratch[EVENT_TAPS]:
+        tap(Start(model="gpt-4o-mini"))
+    follower = asyncio.create_task(stage.before(make_ctx(dict(BODY), tenant=tenant, stream=True)))
+    await asyncio.sleep(0.01)
+    assert leader.scratch[UPSTREAM_WANTED][0]() is True
+    leader.error = "incomplete"
+    await stage.after(leader)
+    assert leader.scratch[UPSTREAM_WANTED][0]() is False  # done: nothing left to read for
+    hit = await follower
+    assert hit is not None and hit.events is not None
+    assert [e async for e in hit.events] == [Start(model="gpt-4o-mini")]

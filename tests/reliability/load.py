@@ -70,6 +70,7 @@ class Outcome:
     first: bool  # the tenant's first request for this prompt
     started: float
     ended: float
+    tail: bytes = b""  # the last bytes of an incomplete answer, for the failure message
 
 
 @dataclass
@@ -161,7 +162,7 @@ class Load:
             if self.latency:
                 headers["x-emulator-latency"] = self.latency
             started = time.monotonic()
-            status, cache, rid, text, complete = 0, None, None, None, False
+            status, cache, rid, text, complete, tail = 0, None, None, None, False, b""
             try:
                 async with session.post(f"{self.base_url}/v1/chat/completions", data=orjson.dumps(body(prompt, stream)),
                                         headers=headers) as resp:
@@ -170,12 +171,13 @@ class Load:
                     raw = await resp.read()
                     if status == 200 and stream:
                         text, complete = stream_text(raw)
+                        tail = b"" if complete else raw[-400:]
                     elif status == 200:
                         text, complete = orjson.loads(raw)["choices"][0]["message"]["content"], True
             except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError, KeyError):
                 complete = False
             self.ledger.outcomes.append(Outcome(tenant, prompt, status, cache, rid, text, complete, fault, first,
-                                                started, time.monotonic()))
+                                                started, time.monotonic(), tail))
             self.progress += 1
             if self.pace:
                 await asyncio.sleep(self.pace)
