@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
 import orjson
 from starlette.responses import Response, StreamingResponse
@@ -207,9 +207,8 @@ async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
 async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser, sse_filter: SSEFilter | None,
                         done: Done) -> AsyncIterator[bytes]:
     splitter = SSESplitter() if sse_filter is not None else None
-    taps = ctx.scratch.get(EVENT_TAPS) or ()
-    reading, handed_off = True, False
-    try:
+    with _Relaying(ctx, up, parser, done) as relaying:
+        taps = relaying.taps
         async for chunk in up.response.content.iter_any():
             events = parser.feed(chunk)
             if taps:
@@ -224,26 +223,18 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
-        reading = False
+        relaying.reading = False
         _tap(taps, parser.end())
         if splitter is not None and (rest := splitter.rest()) and (kept := sse_filter(rest)) is not None:  # type: ignore[misc]
             yield kept + b"\n\n"
         _complete(ctx, parser.answer(), "upstream")
-    except (asyncio.CancelledError, GeneratorExit):
-        handed_off = _client_left(ctx, up, parser, taps, done, reading)
-        raise
-    finally:
-        if not handed_off:
-            up.close()
-            _finish(ctx, done)
 
 
 async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                             done: Done) -> AsyncIterator[bytes]:
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
-    taps = ctx.scratch.get(EVENT_TAPS) or ()
-    reading, handed_off = True, False
-    try:
+    with _Relaying(ctx, up, parser, done) as relaying:
+        taps = relaying.taps
         async for chunk in up.response.content.iter_any():
             events = parser.feed(chunk)
             _tap(taps, events)
@@ -252,7 +243,7 @@ async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamPar
                 if ctx.ttft_s is None:
                     ctx.ttft_s = ctx.elapsed()
                 yield out
-        reading = False
+        relaying.reading = False
         events = parser.end()
         _tap(taps, events)
         tail = b"".join(renderer.render(ev) for ev in events)
@@ -263,34 +254,45 @@ async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamPar
         else:
             message, code = _stream_failure(ctx, parser)
             yield tail + renderer.error(502, message, code)
-    except (asyncio.CancelledError, GeneratorExit):
-        handed_off = _client_left(ctx, up, parser, taps, done, reading)
-        raise
-    finally:
-        if not handed_off:
-            up.close()
-            _finish(ctx, done)
 
 
-def _client_left(ctx: RequestContext, up: Upstream, parser: StreamParser, taps: Iterable[Callable[[Event], None]],
-                 done: Done, reading: bool) -> bool:
-    """The client went away mid-stream. Alone, its upstream stream is cut with it (the vendor stops
-    generating). But when other requests ride on this upstream answer (single-flight followers),
-    cutting it would cut their streams too: it is read to the end for them in the background, and
-    stored like any complete answer. True when the request was handed to that background reader."""
-    if not any(wanted() for wanted in ctx.scratch.get(UPSTREAM_WANTED) or ()):
-        return False
-    ctx.latency_s = ctx.elapsed()  # what this client saw
-    if not reading:  # the whole upstream answer is in: only the last bytes to this client were lost
-        _complete(ctx, parser.answer(), "upstream")
-        return False
-    try:
-        task = asyncio.get_running_loop().create_task(_read_rest(ctx, up, parser, taps, done))
-    except RuntimeError:  # the loop is closing: nobody is left to wait
-        return False
-    _READING_FOR_FOLLOWERS.add(task)
-    task.add_done_callback(_READING_FOR_FOLLOWERS.discard)
-    return True
+class _Relaying:
+    """Owns an upstream stream while it is relayed to the client: when the relay ends, closes it and
+    finishes the request. When the client went away mid-stream (the relay is cancelled or closed at
+    a `yield`), the stream is cut with it (the vendor stops generating) — unless other requests ride
+    on this upstream answer (single-flight followers): cutting it would cut their streams too, so it
+    is read to the end for them in the background and stored like any complete answer."""
+
+    def __init__(self, ctx: RequestContext, up: Upstream, parser: StreamParser, done: Done) -> None:
+        self.ctx, self.up, self.parser, self.done = ctx, up, parser, done
+        self.taps: Sequence[Callable[[Event], None]] = ctx.scratch.get(EVENT_TAPS) or ()
+        self.reading = True  # False once the whole upstream stream is in
+
+    def __enter__(self) -> _Relaying:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if kind is not None and issubclass(kind, (asyncio.CancelledError, GeneratorExit)) and self._client_left():
+            return
+        self.up.close()
+        _finish(self.ctx, self.done)
+
+    def _client_left(self) -> bool:
+        """True when the stream was handed to a background reader for the followers."""
+        ctx = self.ctx
+        if not any(wanted() for wanted in ctx.scratch.get(UPSTREAM_WANTED) or ()):
+            return False
+        ctx.latency_s = ctx.elapsed()  # what this client saw
+        if not self.reading:  # the whole upstream answer is in: only its last bytes to this client were lost
+            _complete(ctx, self.parser.answer(), "upstream")
+            return False
+        try:
+            task = asyncio.get_running_loop().create_task(_read_rest(ctx, self.up, self.parser, self.taps, self.done))
+        except RuntimeError:  # the loop is closing: nobody is left to wait
+            return False
+        _READING_FOR_FOLLOWERS.add(task)
+        task.add_done_callback(_READING_FOR_FOLLOWERS.discard)
+        return True
 
 
 # Background readers of upstream streams whose client left while followers wait (kept referenced).

@@ -162,6 +162,16 @@ async def test_cancelled_leader_releases_its_followers(redis_server, tenant: str
     await store.close()
 
 
+async def _stream_leader(stage: ResponseCacheStage, tenant: str, *events: Any) -> Any:
+    """A streaming request that leads its flight, with `events` of its upstream answer already in."""
+    leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
+    assert await stage.before(leader) is None
+    for tap in leader.scratch[EVENT_TAPS]:
+        for event in events:
+            tap(event)
+    return leader
+
+
 async def test_embedded_store_takes_no_replica_lock(tenant: str) -> None:
     # The embedded store is one process's own: a cross-replica lock in it would coordinate nobody.
     store = open_store(Settings())
@@ -175,11 +185,7 @@ async def test_embedded_store_takes_no_replica_lock(tenant: str) -> None:
 
 async def test_stream_follower_of_a_leader_that_breaks_mid_stream_ends_without_finish(tenant: str) -> None:
     stage = ResponseCacheStage(open_store(Settings()))
-    leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
-    assert await stage.before(leader) is None
-    for tap in leader.scratch[EVENT_TAPS]:
-        tap(Start(model="gpt-4o-mini"))
-        tap(TextDelta("two "))
+    leader = await _stream_leader(stage, tenant, Start(model="gpt-4o-mini"), TextDelta("two "))
     follower_ctx = make_ctx(dict(BODY), tenant=tenant, stream=True)
     hit = await stage.before(follower_ctx)
     assert hit is not None and hit.status == "miss" and hit.events is not None
@@ -202,11 +208,7 @@ async def test_a_leader_that_ends_without_an_answer_releases_its_flight_at_once(
     # The request's post-stages run later in the background; a request arriving in between must not
     # join (and replay the first events of) a flight whose leader is already gone.
     stage = ResponseCacheStage(open_store(Settings()))
-    leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
-    assert await stage.before(leader) is None
-    for tap in leader.scratch[EVENT_TAPS]:
-        tap(Start(model="gpt-4o-mini"))
-        tap(TextDelta("two "))
+    leader = await _stream_leader(stage, tenant, Start(model="gpt-4o-mini"), TextDelta("two "))
     assert leader.scratch[UPSTREAM_WANTED][0]() is False  # nobody rides on it yet
     for failed in leader.scratch[UPSTREAM_FAILED]:  # what the handler runs when the stream is cut
         failed()
@@ -220,10 +222,7 @@ async def test_a_leader_that_ends_without_an_answer_releases_its_flight_at_once(
 
 async def test_a_flight_with_followers_is_wanted(tenant: str) -> None:
     stage = ResponseCacheStage(open_store(Settings()))
-    leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
-    assert await stage.before(leader) is None
-    for tap in leader.scratch[EVENT_TAPS]:
-        tap(Start(model="gpt-4o-mini"))
+    leader = await _stream_leader(stage, tenant, Start(model="gpt-4o-mini"))
     follower = asyncio.create_task(stage.before(make_ctx(dict(BODY), tenant=tenant, stream=True)))
     await asyncio.sleep(0.01)
     assert leader.scratch[UPSTREAM_WANTED][0]() is True
