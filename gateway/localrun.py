@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
 import socket
 import threading
 import time
@@ -16,10 +17,34 @@ import uvicorn
 import yaml
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def free_port(count: int = 1) -> int:
+    """A loopback port N with N .. N+count-1 all free just now, for a server started next.
+
+    Drawn at random below the kernel's ephemeral range: the port bind(0) hands out comes from that range, where
+    the client side of every outgoing connection also takes its port, so between this check and the server's
+    bind a busy test run's connection could take it (it did once, in CI, to the N+1 of an emulator process)."""
+    floor = min(_ephemeral_floor(), 65536 - count)
+    low = max(1024, floor - 12000)
+    for _ in range(1000):
+        port = random.randrange(low, floor - count + 1)
+        socks = [socket.socket() for _ in range(count)]
+        try:
+            for i, s in enumerate(socks):
+                s.bind(("127.0.0.1", port + i))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {count} free consecutive loopback ports in {low}..{floor}")
 
 
 class UvicornThread:
