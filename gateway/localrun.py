@@ -30,7 +30,7 @@ def free_port(count: int = 1) -> int:
     Drawn at random below the kernel's ephemeral range: the port bind(0) hands out comes from that range, where
     the client side of every outgoing connection also takes its port, so between this check and the server's
     bind a busy test run's connection could take it (it did once, in CI, to the N+1 of an emulator process)."""
-    floor = min(_ephemeral_floor(), 65536 - count)
+    floor = _ephemeral_floor()
     low = max(1024, floor - 12000)
     for _ in range(1000):
         port = random.randrange(low, floor - count + 1)

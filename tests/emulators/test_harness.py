@@ -164,19 +164,9 @@ def test_clock_is_frozen_and_movable(emu: EmulatorSet) -> None:
 def test_subprocess_server_cli_admin_and_sigterm() -> None:
     """`python -m gateway.emulators` (what EmulatorProcess runs): fixed ports N, N+1.., options, control
     over /_emulator, a clean stop on SIGTERM."""
-    # Fixed ports are chosen here, and another server may take one between the check and the bind: a start
-    # that fails on "Address already in use" is tried again on a fresh pair.
-    for attempt in range(5):
-        port = free_port(2)
-        p = EmulatorProcess(vllm_replicas=1, latency="zero", port=port,
-                            extra_args=["--kv-capacity-blocks", "128", "--model", "my/model"])
-        try:
-            p.start()
-            break
-        except RuntimeError as e:
-            if "Address already in use" not in str(e) or attempt == 4:
-                raise
-    try:
+    port = free_port(2)
+    with EmulatorProcess(vllm_replicas=1, latency="zero", port=port,
+                         extra_args=["--kv-capacity-blocks", "128", "--model", "my/model"]) as p:
         assert p.vendor_url == f"http://127.0.0.1:{port}" and p.vllm_urls == [f"http://127.0.0.1:{port + 1}"]
         c = openai.OpenAI(base_url=p.openai_base_url, api_key="k", max_retries=0)
         assert c.chat.completions.create(model="gpt-4o", messages=MSG).choices
@@ -190,8 +180,6 @@ def test_subprocess_server_cli_admin_and_sigterm() -> None:
         assert p.advance_clock(100) >= before + 100
         assert p.state(p.vllm_urls[0])["kv"]["queries"] == 0
         proc = p.proc
-    finally:
-        p.stop()
     assert proc is not None and proc.returncode == 0  # SIGTERM: clean stop
     assert "emulators stopped" in p.output[-1]
 
