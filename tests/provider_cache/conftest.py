@@ -11,6 +11,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.emulators import EmulatorSet
+from gateway.localrun import free_port
 from gateway.stores import KVStore, open_store
 
 
@@ -46,9 +47,4 @@ async def kv(request: pytest.FixtureRequest) -> AsyncIterator[KVStore]:
 
 def free_port_url() -> str:
     """A Redis URL on which nothing listens (a store that fails at once)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"redis://127.0.0.1:{port}/0"
+    return f"redis://127.0.0.1:{free_port()}/0"

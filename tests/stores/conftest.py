@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -34,3 +35,12 @@ def k() -> object:
         return prefix + name
 
     return make
+
+
+@pytest.fixture
+def silent_redis_url() -> Iterator[str]:
+    """A port that completes the TCP handshake and never answers (a hung Redis)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(128)
+        yield f"redis://127.0.0.1:{s.getsockname()[1]}/0"

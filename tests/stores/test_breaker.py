@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,16 +17,8 @@ def _errors(kind: str) -> float:
     return REGISTRY.get_sample_value("gateway_store_errors_total", {"store": "redis", "kind": kind}) or 0.0
 
 
-@pytest.fixture
-def silent_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(128)
-        yield f"redis://127.0.0.1:{s.getsockname()[1]}/0"
-
-
-async def test_opens_after_threshold_and_then_costs_nothing(silent_url: str) -> None:
-    store = CircuitBreaker(RedisStore(silent_url, timeout=0.05), threshold=3, cooldown=30)
+async def test_opens_after_threshold_and_then_costs_nothing(silent_redis_url: str) -> None:
+    store = CircuitBreaker(RedisStore(silent_redis_url, timeout=0.05), threshold=3, cooldown=30)
     timeouts, refused = _errors("timeout"), _errors("open")
     try:
         for _ in range(3):
@@ -71,8 +61,8 @@ async def test_half_open_probe_closes_after_restart(own_redis) -> None:  # type:
         await store.close()
 
 
-async def test_only_one_probe_while_half_open(silent_url: str) -> None:
-    store = CircuitBreaker(RedisStore(silent_url, timeout=0.2), threshold=1, cooldown=0.05)
+async def test_only_one_probe_while_half_open(silent_redis_url: str) -> None:
+    store = CircuitBreaker(RedisStore(silent_redis_url, timeout=0.2), threshold=1, cooldown=0.05)
     try:
         with pytest.raises(StoreUnavailable):
             await store.get("k")

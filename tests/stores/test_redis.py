@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from gateway.stores import StoreCommandError, StoreUnavailable
 from gateway.stores.redis import RedisStore, glob_escape
-
-
-@pytest.fixture
-def silent_server() -> Iterator[str]:
-    """A TCP port that completes the handshake and never answers (a hung Redis)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(128)
-        yield f"redis://127.0.0.1:{s.getsockname()[1]}/0"
 
 
 def _calls(store: RedisStore) -> list[Callable[[], Awaitable[object]]]:
@@ -44,8 +34,8 @@ async def _all_fail_fast(store: RedisStore, bound: float) -> None:
         assert time.perf_counter() - t0 < bound
 
 
-async def test_silent_redis_times_out_per_call(silent_server: str) -> None:
-    store = RedisStore(silent_server, timeout=0.05)
+async def test_silent_redis_times_out_per_call(silent_redis_url: str) -> None:
+    store = RedisStore(silent_redis_url, timeout=0.05)
     try:
         await _all_fail_fast(store, bound=0.5)
     finally:
