@@ -10,18 +10,18 @@ import sys
 from collections.abc import Sequence
 
 BENCHMARKS = {
-    "all": "gateway.bench.all",
-    "core": "gateway.bench.core",
-    "response-cache": "gateway.bench.response_cache",
-    "semantic": "gateway.bench.semantic",
-    "semantic-lookup": "gateway.bench.semantic_lookup",
-    "cost": "gateway.bench.cost",
-    "routing": "gateway.bench.routing",
-    "usage": "gateway.bench.usage",
-    "emulator": "gateway.bench.emulator",
-    "protocols": "gateway.bench.protocols",
-    "litellm": "gateway.bench.litellm_side_by_side",
-    "load": "gateway.bench.load",
+    "all": "gateway_dev.bench.all",
+    "core": "gateway_dev.bench.core",
+    "response-cache": "gateway_dev.bench.response_cache",
+    "semantic": "gateway_dev.bench.semantic",
+    "semantic-lookup": "gateway_dev.bench.semantic_lookup",
+    "cost": "gateway_dev.bench.cost",
+    "routing": "gateway_dev.bench.routing",
+    "usage": "gateway_dev.bench.usage",
+    "emulator": "gateway_dev.bench.emulator",
+    "protocols": "gateway_dev.bench.protocols",
+    "litellm": "gateway_dev.bench.litellm_side_by_side",
+    "load": "gateway_dev.bench.load",
 }
 
 
@@ -46,10 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     validate = policy_sub.add_parser("validate", help="validate policy YAML (exit 1 with file, line, field)")
     validate.add_argument("path")
 
-    emulator = sub.add_parser("emulator", help="run the vendor emulators as a server")
-    from gateway.emulators.server import add_arguments
-
-    add_arguments(emulator)
+    # Listed for --help only: its options live with the emulators (`gateway_dev`), which `serve` must
+    # not load, and `main` hands them over unparsed.
+    sub.add_parser("emulator", help="run the vendor emulators as a server (emulator --help: its options)")
 
     lint = sub.add_parser("lint", help="find cache-breaking patterns in a request body")
     lint.add_argument("request", help="a JSON request body (OpenAI, Anthropic or Gemini shape)")
@@ -67,23 +66,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["emulator"]:
+        from gateway_dev.emulators.server import main as emulator_main
+
+        return emulator_main(argv[1:], prog="llm-cache-gateway emulator")
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "demo":
-        from gateway.demo import run_demo
+        from gateway_dev.demo import run_demo
 
         return run_demo(requests=args.requests, redis_url=args.redis_url)
     if args.command == "policy":
         from gateway.policy.cli import validate_command
 
         return validate_command(args.path)
-    if args.command == "emulator":
-        from gateway.emulators.server import run_from_args
-
-        return run_from_args(args)
     if args.command == "lint":
-        from gateway.rewrite.lint import lint_command
+        from gateway.tools.lint import lint_command
 
         return lint_command(args.request, args.protocol)
     if args.command == "report":

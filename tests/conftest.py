@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bench.redis_servers import RedisNode
-from gateway.localrun import free_port
+from gateway_dev.localrun import free_port
+from gateway_dev.redis_servers import RedisNode
 
 __all__ = ["RedisServer", "free_port"]
 
@@ -51,7 +51,7 @@ def own_redis() -> Iterator[RedisServer]:
 @pytest.fixture(scope="session")
 def redis_cluster():  # type: ignore[no-untyped-def]
     """A real 3-primary Redis Cluster on loopback for the session (`.url` is `redis+cluster://...`)."""
-    from gateway.bench.redis_servers import RedisClusterProcs
+    from gateway_dev.redis_servers import RedisClusterProcs
 
     with RedisClusterProcs(masters=3) as cluster:
         yield cluster
@@ -60,7 +60,7 @@ def redis_cluster():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def redis_sentinel():  # type: ignore[no-untyped-def]
     """A real Sentinel setup (primary, replica, 3 Sentinels; password) for the session."""
-    from gateway.bench.redis_servers import RedisSentinelProcs
+    from gateway_dev.redis_servers import RedisSentinelProcs
 
     with RedisSentinelProcs(password="sentinel-test-pw") as sentinel:
         yield sentinel
@@ -69,7 +69,7 @@ def redis_sentinel():  # type: ignore[no-untyped-def]
 @pytest.fixture
 def emulators():  # type: ignore[no-untyped-def]
     """The vendor emulators (OpenAI, Anthropic, Gemini, DeepSeek) on a loopback port, frozen clock."""
-    from gateway.emulators.harness import EmulatorSet
+    from gateway_dev.emulators.harness import EmulatorSet
 
     with EmulatorSet() as emu:
         yield emu
@@ -78,7 +78,7 @@ def emulators():  # type: ignore[no-untyped-def]
 @pytest.fixture
 def gateway_factory(emulators, tmp_path):  # type: ignore[no-untyped-def]
     """`make(tenants, **settings)` → a started `LocalGateway` on the `emulators`; stopped after the test."""
-    from gateway.localrun import LocalGateway
+    from gateway_dev.localrun import LocalGateway
 
     started: list[LocalGateway] = []
 

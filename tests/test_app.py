@@ -180,7 +180,7 @@ def test_body_over_the_limit_is_413(gateway_factory) -> None:  # type: ignore[no
 
 
 def test_unreachable_upstream_is_502(gateway_factory) -> None:  # type: ignore[no-untyped-def]
-    from gateway.localrun import free_port
+    from gateway_dev.localrun import free_port
 
     gw = gateway_factory(PLAIN, openai_base_url=f"http://127.0.0.1:{free_port()}/v1")
     with pytest.raises(openai.APIStatusError) as err:

@@ -1,10 +1,10 @@
-"""`gateway.localrun.free_port`: the ports servers in tests, the demo and the benchmarks are started on."""
+"""`gateway_dev.localrun.free_port`: the ports servers in tests, the demo and the benchmarks are started on."""
 
 from __future__ import annotations
 
 import socket
 
-from gateway.localrun import _ephemeral_floor, free_port
+from gateway_dev.localrun import _ephemeral_floor, free_port
 
 
 def test_free_port_gives_consecutive_bindable_ports_below_the_ephemeral_range() -> None:

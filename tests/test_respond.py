@@ -14,8 +14,8 @@ import httpx2
 import openai
 import pytest
 
-from gateway.emulators.harness import EmulatorSet
 from gateway.respond import SSESplitter
+from gateway_dev.emulators.harness import EmulatorSet
 
 KEY = "key-acme"
 

@@ -7,7 +7,7 @@ client's own fields from neutral counts, so that the client's arithmetic stays r
 `prompt_tokens` and Gemini's `promptTokenCount` include cached tokens, Anthropic's `input_tokens`
 does not (the double-billing bug class listed in the gateway pitfalls).
 
-The neutral counts come from `gateway.usage.normalize`, the one place that reads vendor usage
+The neutral counts come from `gateway.accounting.normalize`, the one place that reads vendor usage
 (the usage records use it too), so a rendered usage and the usage record never disagree.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.usage import normalize as nu
+from gateway.accounting import normalize as nu
 
 OPENAI_CHAT = "openai_chat"
 OPENAI_RESPONSES = "openai_responses"
@@ -23,7 +23,7 @@ ANTHROPIC = "anthropic_messages"
 GEMINI = "gemini"
 
 UsageCounts = nu.NormalizedUsage
-# usage dialect (gateway.usage.normalize) → the adapter whose wire format carries it
+# usage dialect (gateway.accounting.normalize) → the adapter whose wire format carries it
 _ADAPTER_OF = {nu.OPENAI_CHAT: OPENAI_CHAT, nu.DEEPSEEK: OPENAI_CHAT, nu.OPENAI_RESPONSES: OPENAI_RESPONSES,
                nu.ANTHROPIC: ANTHROPIC, nu.GEMINI: GEMINI}
 

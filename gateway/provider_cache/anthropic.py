@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from gateway.provider_cache.breakeven import Decision, best, decide, expected_reuses_keepalive
+from gateway.accounting.breakeven import Decision, best, decide, expected_reuses_keepalive
 from gateway.provider_cache.stats import PrefixStats
 from gateway.provider_cache.tables import CachePrices
 from gateway.provider_cache.tokens import TokenCounter

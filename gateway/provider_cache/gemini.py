@@ -39,7 +39,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from gateway.provider_cache.breakeven import Decision, decide, expected_reuses_window
+from gateway.accounting.breakeven import Decision, decide, expected_reuses_window
 from gateway.provider_cache.stats import PrefixStats
 from gateway.provider_cache.tables import GEMINI_MARGIN, CachePrices
 from gateway.provider_cache.tokens import TokenCounter

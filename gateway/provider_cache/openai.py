@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from gateway.provider_cache.breakeven import decide, expected_reuses_keepalive
+from gateway.accounting.breakeven import decide, expected_reuses_keepalive
 from gateway.provider_cache.stats import PrefixStats
 from gateway.provider_cache.tables import CachePrices, gpt_breakpoints, openai_retentions
 from gateway.provider_cache.tokens import TokenCounter

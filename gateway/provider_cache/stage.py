@@ -70,7 +70,7 @@ class ProviderCacheStage(Stage):
         self.store = store
         self._own_clients = clients is None
         self.clients = clients or UpstreamClients(settings)
-        self.book = prices  # a gateway.usage.pricing.PriceBook; default: the one the usage stage installs
+        self.book = prices  # a gateway.accounting.pricing.PriceBook; default: the one the usage stage installs
         self.counter = counter or default_counter()
         store_timeout = float(getattr(settings, "store_timeout", 0.1) or 0.1)
         self.stats = StatsStore(store, timeout_s=store_timeout, clock=clock)
@@ -96,7 +96,7 @@ class ProviderCacheStage(Stage):
     def _book(self) -> Any:
         if self.book is not None:
             return self.book
-        from gateway.usage import pricing
+        from gateway.accounting import pricing
 
         return pricing.default_book()
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gateway.usage.normalize import ZERO, NormalizedUsage, dialect_for, normalize, sniff_dialect
-from gateway.usage.pricing import Cost, PriceBook, Prices, cost_breakdown
+from gateway.accounting.normalize import ZERO, NormalizedUsage, dialect_for, normalize, sniff_dialect
+from gateway.accounting.pricing import Cost, PriceBook, Prices, cost_breakdown
 
 if TYPE_CHECKING:
     from gateway.context import RequestContext

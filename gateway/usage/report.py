@@ -21,11 +21,11 @@ from typing import Any
 
 import orjson
 
+from gateway.accounting.pricing import PriceBook
+from gateway.accounting.verdict import NOT_APPLICABLE, verdict
 from gateway.stores.base import KVStore
 from gateway.usage import query
-from gateway.usage.breakeven import NOT_APPLICABLE, verdict
 from gateway.usage.keys import NO_TEMPLATE
-from gateway.usage.pricing import PriceBook
 
 
 def _row(agg: dict[str, int | float]) -> dict[str, Any]:

@@ -12,12 +12,12 @@ import asyncio
 from typing import Any
 
 from gateway import metrics
+from gateway.accounting import pricing
+from gateway.accounting.pricing import PriceBook
 from gateway.context import RequestContext
 from gateway.pipeline import Stage
 from gateway.stores import open_store
 from gateway.stores.base import KVStore
-from gateway.usage import pricing
-from gateway.usage.pricing import PriceBook
 from gateway.usage.record import RecordBuilder, UsageRecord, storage_record
 from gateway.usage.recorder import UsageRecorder
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bench import all as bench_all
+from gateway_dev.bench import all as bench_all
 
 
 def _bench(bid: str, **result: object) -> bench_all.Bench:

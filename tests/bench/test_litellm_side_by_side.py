@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from gateway.bench.common import LoadResult
-from gateway.bench.litellm_proxy import MASTER_KEY, tree_cpu_seconds, write_config
-from gateway.bench.litellm_side_by_side import Side, summarize, table
-from gateway.bench.semantic_vs_litellm import best_single_threshold, markdown
+from gateway_dev.bench.common import LoadResult
+from gateway_dev.bench.litellm_proxy import MASTER_KEY, tree_cpu_seconds, write_config
+from gateway_dev.bench.litellm_side_by_side import Side, summarize, table
+from gateway_dev.bench.semantic_vs_litellm import best_single_threshold, markdown
 
 
 def test_litellm_config_follows_its_docs(tmp_path: Path) -> None:

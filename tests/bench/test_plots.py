@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bench import plots
+from gateway_dev.bench import plots
 
 pytest.importorskip("matplotlib", reason="matplotlib comes with the `bench` extra (pip install -e '.[bench]')")
 

@@ -26,12 +26,12 @@ from sdk_support import ask_chat
 
 from gateway.app import create_app
 from gateway.assembly import Components, build_components
-from gateway.bench.redis_servers import poll
 from gateway.cache import ResponseCacheStage
 from gateway.config import Settings
-from gateway.emulators.harness import EmulatorSet
-from gateway.localrun import UvicornThread, write_policies
 from gateway.usage.query import records
+from gateway_dev.emulators.harness import EmulatorSet
+from gateway_dev.localrun import UvicornThread, write_policies
+from gateway_dev.redis_servers import poll
 
 ADMIN = "adm-" + "x" * 20
 KEYS = {"acme": "sk-acme-0001", "globex": "sk-globex-0001", "solo": "sk-solo-0001", "brief": "sk-brief-0001"}

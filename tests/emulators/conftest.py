@@ -10,7 +10,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from gateway.emulators import EmulatorSet
+from gateway_dev.emulators import EmulatorSet
 
 LONG_SYSTEM = (
     "You are the support assistant of Acme Corp. Follow the handbook below exactly and cite the section. "

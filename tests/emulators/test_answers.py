@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gateway.emulators.answers import ToolSpec, generate
-from gateway.emulators.tokens import count, get_tokenizer
+from gateway_dev.emulators.answers import ToolSpec, generate
+from gateway_dev.emulators.tokens import count, get_tokenizer
 
 WEATHER = ToolSpec("get_weather", "Weather", {"type": "object", "properties": {
     "city": {"type": "string"}, "days": {"type": "integer"}, "unit": {"enum": ["C", "F"]}},

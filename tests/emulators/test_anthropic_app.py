@@ -9,7 +9,7 @@ import anthropic
 import httpx2
 import pytest
 
-from gateway.emulators import EmulatorSet
+from gateway_dev.emulators import EmulatorSet
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 warnings.filterwarnings("ignore", category=DeprecationWarning)

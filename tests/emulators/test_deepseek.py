@@ -6,7 +6,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from gateway.emulators import EmulatorSet
+from gateway_dev.emulators import EmulatorSet
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gateway.emulators.faults import Fault, FaultController, Faults
+from gateway_dev.emulators.faults import Fault, FaultController, Faults
 
 
 def test_parse_the_header_grammar() -> None:

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.emulators import EmulatorSet
+from gateway_dev.emulators import EmulatorSet
 
 EXAMPLES = int(os.environ.get("GATEWAY_EMULATOR_FUZZ_EXAMPLES", "60"))
 DERANDOMIZE = "GATEWAY_EMULATOR_FUZZ_EXAMPLES" not in os.environ

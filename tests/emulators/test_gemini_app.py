@@ -9,7 +9,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from gateway.emulators import EmulatorSet
+from gateway_dev.emulators import EmulatorSet
 
 pytestmark = pytest.mark.timeout(60)
 MODEL = "gemini-2.5-flash"  # implicit and explicit minimum 2048

@@ -13,9 +13,9 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from gateway.emulators import FAULT_HEADER, EmulatorSet
-from gateway.emulators.process import EmulatorProcess
-from gateway.localrun import free_port
+from gateway_dev.emulators import FAULT_HEADER, EmulatorSet
+from gateway_dev.emulators.process import EmulatorProcess
+from gateway_dev.localrun import free_port
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -162,7 +162,7 @@ def test_clock_is_frozen_and_movable(emu: EmulatorSet) -> None:
 
 
 def test_subprocess_server_cli_admin_and_sigterm() -> None:
-    """`python -m gateway.emulators` (what EmulatorProcess runs): fixed ports N, N+1.., options, control
+    """`python -m gateway_dev.emulators` (what EmulatorProcess runs): fixed ports N, N+1.., options, control
     over /_emulator, a clean stop on SIGTERM."""
     port = free_port(2)
     with EmulatorProcess(vllm_replicas=1, latency="zero", port=port,

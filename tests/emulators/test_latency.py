@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.emulators.latency import PRESETS, LatencyModel, parse_latency
+from gateway_dev.emulators.latency import PRESETS, LatencyModel, parse_latency
 
 
 def test_ttft_and_decode() -> None:

@@ -10,7 +10,7 @@ import httpx2
 import orjson
 import pytest
 
-from gateway.emulators import EmulatorSet
+from gateway_dev.emulators import EmulatorSet
 
 H = {"authorization": "Bearer sk-1", "x-api-key": "k", "x-goog-api-key": "g", "anthropic-version": "2023-06-01"}
 MSGS = [{"role": "user", "content": "What is a prompt cache?"}]

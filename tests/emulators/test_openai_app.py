@@ -11,7 +11,7 @@ import numpy as np
 import openai
 import pytest
 
-from gateway.emulators import EmulatorSet
+from gateway_dev.emulators import EmulatorSet
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,4 +1,4 @@
-"""Request-shape validation (gateway/emulators/shapes*.py): each vendor's wording of a malformed body, the
+"""Request-shape validation (gateway_dev/emulators/shapes*.py): each vendor's wording of a malformed body, the
 depth limit, and vLLM's lax coercions. No server: `check` is called directly."""
 
 from __future__ import annotations
@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from gateway.emulators.shapes import MAX_DEPTH, check, check_depth, too_deep
-from gateway.emulators.shapes_anthropic import CountTokensRequest, MessagesRequest
-from gateway.emulators.shapes_gemini import CachedContent, GenerateContentRequest
-from gateway.emulators.shapes_openai import (
+from gateway_dev.emulators.shapes import MAX_DEPTH, check, check_depth, too_deep
+from gateway_dev.emulators.shapes_anthropic import CountTokensRequest, MessagesRequest
+from gateway_dev.emulators.shapes_gemini import CachedContent, GenerateContentRequest
+from gateway_dev.emulators.shapes_openai import (
     ChatCompletionRequest,
     EmbeddingsRequest,
     ResponsesRequest,
     VLLMChatRequest,
     VLLMCompletionRequest,
 )
-from gateway.emulators.web import EmulatorError, error_body
+from gateway_dev.emulators.web import EmulatorError, error_body
 
 MSGS = [{"role": "user", "content": "hi"}]
 

@@ -11,7 +11,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.emulators import EmulatorSet, VLLMConfig
+from gateway_dev.emulators import EmulatorSet, VLLMConfig
 
 pytestmark = pytest.mark.timeout(60)
 MODEL = "Qwen/Qwen3-8B"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.emulators.vllm_kv import KVCacheManager
+from gateway_dev.emulators.vllm_kv import KVCacheManager
 
 
 def _run(kv: KVCacheManager, tokens: list[int], output: int = 0) -> int:

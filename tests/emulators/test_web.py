@@ -1,4 +1,4 @@
-"""The emulators' last-resort `Guard` (gateway/emulators/web.py), on the running servers: an exception no
+"""The emulators' last-resort `Guard` (gateway_dev/emulators/web.py), on the running servers: an exception no
 handler words becomes a logged 500 in the vendor's own shape (mid-stream: the vendor's in-stream error and a
 clean end), and the keep-alive connection survives it. Before the Guard, uvicorn answered a bare 500 and
 closed the connection, so the client's next request on it failed with "connection reset by peer"."""
@@ -11,8 +11,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from gateway.emulators import EmulatorSet, vllm_app
-from gateway.emulators.tokens import get_tokenizer
+from gateway_dev.emulators import EmulatorSet, vllm_app
+from gateway_dev.emulators.tokens import get_tokenizer
 
 H = {"authorization": "Bearer sk-1", "x-api-key": "k", "x-goog-api-key": "g", "anthropic-version": "2023-06-01"}
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
@@ -39,7 +39,7 @@ def test_a_crash_is_a_vendor_shaped_500_and_the_connection_survives(emu: Emulato
     with httpx2.Client(base_url=emu.vendor_url, headers=H, timeout=10) as client:
         assert client.post(path, json=body).status_code == 200
         monkeypatch.setattr(get_tokenizer(), "encode", _boom)  # every vendor tokenizes the prompt
-        with caplog.at_level(logging.ERROR, logger="gateway.emulators"):
+        with caplog.at_level(logging.ERROR, logger="gateway_dev.emulators"):
             crashed = client.post(path, json=body)
         monkeypatch.undo()
         assert crashed.status_code == 500 and check(crashed.json()), crashed.text

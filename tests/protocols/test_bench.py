@@ -1,11 +1,11 @@
-"""Smoke test of the protocol micro-benchmark (gateway/bench/protocols.py): it runs and prints every
+"""Smoke test of the protocol micro-benchmark (gateway_dev/bench/protocols.py): it runs and prints every
 section. Figures are not asserted: speed is read from the benchmark's same-run ratios."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.bench.protocols import main
+from gateway_dev.bench.protocols import main
 
 
 def test_benchmark_runs_and_prints_ratios(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""The adapters against the project's vendor emulators (gateway/emulators): real streams over HTTP,
+"""The adapters against the project's vendor emulators (gateway_dev/emulators): real streams over HTTP,
 parsed under byte splits; stream and non-stream answers agree; faults mid-stream are never complete;
 translated requests are accepted by the emulated vendors and come back as OpenAI answers."""
 
@@ -11,12 +11,12 @@ import httpx2
 import orjson
 import pytest
 
-from gateway.emulators import EmulatorSet
 from gateway.protocols import get_adapter
 from gateway.protocols.openai_chat_stream import UsageChunkFilter
 from gateway.protocols.sse import split_events
 from gateway.protocols.translate import translate_request
 from gateway.protocols.usage import normalize_usage
+from gateway_dev.emulators import EmulatorSet
 
 from ._sdk import openai_client, sse
 from ._support import answer_fields, assert_split_invariant, run_parser

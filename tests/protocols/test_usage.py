@@ -43,7 +43,7 @@ def test_normalize(usage: dict, counts: tuple[int, ...]) -> None:
 
 
 def test_the_same_counts_as_the_usage_records() -> None:
-    from gateway.usage.normalize import normalize
+    from gateway.accounting.normalize import normalize
 
     assert normalize_usage(ANTHROPIC) == normalize("anthropic", ANTHROPIC)
     assert normalize_usage(DEEPSEEK) == normalize("deepseek", DEEPSEEK)

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from gateway.config import Settings
-from gateway.emulators import EmulatorSet
-from gateway.localrun import free_port
 from gateway.stores import KVStore, open_store
+from gateway_dev.emulators import EmulatorSet
+from gateway_dev.localrun import free_port
 
 
 @pytest.fixture(scope="module")

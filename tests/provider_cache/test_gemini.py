@@ -11,11 +11,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.emulators import EmulatorSet
 from gateway.provider_cache import gemini
 from gateway.provider_cache.tables import min_tokens
 from gateway.provider_cache.tokens import TokenCounter
 from gateway.stores import KVStore
+from gateway_dev.emulators import EmulatorSet
 
 MODEL = "gemini-2.5-flash"
 KEY = "AIza-test-key"

@@ -26,14 +26,14 @@ from google.genai import types as genai_types
 from gateway.app import create_app
 from gateway.assembly import Components, build_components
 from gateway.config import Settings
-from gateway.emulators import EmulatorSet
-from gateway.localrun import UvicornThread, write_policies
 from gateway.provider_cache.stage import ProviderCacheStage
 from gateway.rewrite.move import CONTEXT_OPEN
 from gateway.rewrite.stage import RewriteStage
 from gateway.stores import open_store
 from gateway.usage.query import records
 from gateway.usage.stage import UsageStage
+from gateway_dev.emulators import EmulatorSet
+from gateway_dev.localrun import UvicornThread, write_policies
 
 ADMIN = "adm-" + "y" * 20
 KEYS = {"on": "sk-on-0001", "off": "sk-off-0001"}

@@ -13,13 +13,13 @@ from gateway import metrics
 from gateway.adapt import adapt
 from gateway.config import Settings
 from gateway.context import RequestContext
-from gateway.emulators import EmulatorSet
 from gateway.policy.models import TenantPolicy
 from gateway.protocols import get_adapter
 from gateway.provider_cache.stage import ProviderCacheStage
 from gateway.providers import ProviderTable
 from gateway.rewrite.stage import RewriteStage
 from gateway.stores import KVStore, open_store
+from gateway_dev.emulators import EmulatorSet
 
 from .conftest import free_port_url
 

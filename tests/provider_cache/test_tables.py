@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.accounting.pricing import PriceBook
 from gateway.provider_cache.tables import (
     fallback_prices,
     gemini_implicit,
@@ -13,7 +14,6 @@ from gateway.provider_cache.tables import (
     prices_for,
 )
 from gateway.provider_cache.tokens import TokenCounter, estimate
-from gateway.usage.pricing import PriceBook
 
 
 @pytest.mark.parametrize(("vendor", "model", "minimum"), [

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.localrun import free_port
+from gateway_dev.localrun import free_port
 
 ADMIN = "admin-reliability"
 KEYS = {"t1": "key-reliability-t1", "t2": "key-reliability-t2"}

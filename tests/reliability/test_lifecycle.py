@@ -19,8 +19,8 @@ import aiohttp
 import pytest
 import yaml
 
-from gateway.bench.common import GatewayProcess
-from gateway.localrun import write_policies
+from gateway_dev.bench.common import GatewayProcess
+from gateway_dev.localrun import write_policies
 
 from .conftest import ADMIN, KEYS, SIZES, TENANTS, Size, until
 from .load import Load, lost_usage, lost_usage_in_redis, report, truth, upstream_calls

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from gateway.localrun import free_port
+from gateway_dev.localrun import free_port
 
 from .conftest import ADMIN, KEYS, SIZES, TENANTS, Size, until
 from .load import Load, lost_usage, report, truth, upstream_calls

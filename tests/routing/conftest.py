@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from gateway.emulators.harness import EmulatorSet
-from gateway.emulators.vllm_app import VLLMConfig
+from gateway_dev.emulators.harness import EmulatorSet
+from gateway_dev.emulators.vllm_app import VLLMConfig
 
 MODEL = "Qwen/Qwen3-8B"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bench.routing import main
-from gateway.bench.routing_workloads import make_workloads
+from gateway_dev.bench.routing import main
+from gateway_dev.bench.routing_workloads import make_workloads
 
 
 def test_workloads_have_the_documented_shape() -> None:

@@ -13,11 +13,11 @@ import pytest
 from gateway.app import create_app
 from gateway.assembly import build_components
 from gateway.config import Settings
-from gateway.emulators.harness import EmulatorSet
-from gateway.emulators.vllm_app import VLLMConfig
-from gateway.localrun import UvicornThread, write_policies
 from gateway.routing import ReplicaPool, Router, RouteStage
 from gateway.stores import open_store
+from gateway_dev.emulators.harness import EmulatorSet
+from gateway_dev.emulators.vllm_app import VLLMConfig
+from gateway_dev.localrun import UvicornThread, write_policies
 
 from .conftest import MODEL
 

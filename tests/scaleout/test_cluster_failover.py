@@ -26,9 +26,9 @@ import openai
 import pytest
 from redis.crc import key_slot
 
-from gateway.bench.redis_servers import RedisClusterProcs, poll
-from gateway.localrun import LocalGateway
 from gateway.stores.cluster import NodeBreakers
+from gateway_dev.localrun import LocalGateway
+from gateway_dev.redis_servers import RedisClusterProcs, poll
 
 CANDIDATES = ["globex", "initech", "umbrella", "hooli", "stark", "wayne", "tyrell", "cyberdyne"]
 

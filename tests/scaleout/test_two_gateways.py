@@ -33,8 +33,8 @@ from google.genai import types as genai_types
 from redis import Redis
 from sdk_support import ask_chat
 
-from gateway.bench.common import GatewayProcess
-from gateway.emulators.harness import EmulatorSet
+from gateway_dev.bench.common import GatewayProcess
+from gateway_dev.emulators.harness import EmulatorSet
 
 ADMIN = "bench-admin"  # GatewayProcess's admin key
 KEYS = {"acme": "sk-acme-2gw", "gem": "sk-gem-2gw", "metered": "sk-metered-2gw", "route": "sk-route-2gw"}

@@ -9,8 +9,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from gateway.emulators.harness import EmulatorSet
-from gateway.localrun import LocalGateway
+from gateway_dev.emulators.harness import EmulatorSet
+from gateway_dev.localrun import LocalGateway
 
 ADMIN = "admin-security-key"
 KEYS = {"alpha": "key-security-alpha", "beta": "key-security-beta"}

@@ -7,7 +7,7 @@ import httpx2
 import orjson
 import pytest
 
-from gateway.localrun import LocalGateway
+from gateway_dev.localrun import LocalGateway
 
 from .conftest import ADMIN, KEYS, MAX_BODY, TENANTS, Probe, assert_error_shape, vendor_of
 

@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from gateway.localrun import UvicornThread
+from gateway_dev.localrun import UvicornThread
 
 from .conftest import KEYS, Probe
 

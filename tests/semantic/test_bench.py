@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gateway.bench import semantic as bench
 from gateway.semantic import guard
+from gateway_dev.bench import semantic as bench
 
 from ._helpers import use_backend
 

@@ -24,12 +24,12 @@ from gateway.app import create_app
 from gateway.assembly import Components, build_components
 from gateway.cache import ResponseCacheStage
 from gateway.config import Settings
-from gateway.emulators.harness import EmulatorSet
-from gateway.localrun import UvicornThread, write_policies
 from gateway.semantic.embedder import Embedder
 from gateway.semantic.stage import SemanticCacheStage
 from gateway.stores import open_store
 from gateway.usage.stage import UsageStage
+from gateway_dev.emulators.harness import EmulatorSet
+from gateway_dev.localrun import UvicornThread, write_policies
 
 from ._helpers import use_backend
 

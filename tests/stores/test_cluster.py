@@ -15,12 +15,12 @@ from collections.abc import Iterator
 import pytest
 from redis.crc import key_slot
 
-from gateway.bench.redis_servers import RedisClusterProcs
 from gateway.config import Settings
-from gateway.localrun import free_port
 from gateway.stores import StoreUnavailable, open_store
 from gateway.stores.breaker import OPEN
 from gateway.stores.cluster import ClusterStore, NodeBreakers, parse_cluster_url, prefix_slot
+from gateway_dev.localrun import free_port
+from gateway_dev.redis_servers import RedisClusterProcs
 
 
 def test_cluster_urls() -> None:

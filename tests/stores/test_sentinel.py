@@ -10,11 +10,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.bench.redis_servers import RedisSentinelProcs, wait_until
 from gateway.config import Settings
 from gateway.stores import StoreUnavailable, open_store
 from gateway.stores.breaker import CircuitBreaker
 from gateway.stores.sentinel import SentinelStore, parse_sentinel_url
+from gateway_dev.redis_servers import RedisSentinelProcs, wait_until
 
 
 def test_sentinel_urls() -> None:

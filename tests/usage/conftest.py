@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.usage.pricing import PriceBook, load_cost_map
+from gateway.accounting.pricing import PriceBook, load_cost_map
 
 
 @pytest.fixture(scope="session")

@@ -12,12 +12,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from test_query import mixed
 
+from gateway.accounting.pricing import PriceBook
 from gateway.auth import check_admin
 from gateway.config import Settings
 from gateway.errors import GatewayError
 from gateway.stores.memory import MemoryStore
 from gateway.usage.api import COOKIE, cookie_value, usage_router
-from gateway.usage.pricing import PriceBook
 from gateway.usage.stage import UsageStage
 
 KEY = "admin-secret"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gateway.bench.usage import contexts, direct
-from gateway.usage.pricing import PriceBook
+from gateway.accounting.pricing import PriceBook
+from gateway_dev.bench.usage import contexts, direct
 
 
 async def test_direct_measures_on_and_off(book: PriceBook) -> None:

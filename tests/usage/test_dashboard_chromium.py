@@ -17,11 +17,11 @@ import uvicorn
 from test_api import KEY, build_app
 from test_query import mixed
 
+from gateway.accounting.pricing import PriceBook
 from gateway.config import Settings
-from gateway.localrun import free_port
 from gateway.stores.memory import MemoryStore
-from gateway.usage.pricing import PriceBook
 from gateway.usage.stage import UsageStage
+from gateway_dev.localrun import free_port
 
 pytestmark = pytest.mark.chromium
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

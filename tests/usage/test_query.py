@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 import pytest
 from usage_helpers import ANTHROPIC_USAGE, CHAT_USAGE, finished
 
+from gateway.accounting.pricing import PriceBook
 from gateway.config import Settings
 from gateway.stores import KVStore, open_store
 from gateway.usage import query
-from gateway.usage.pricing import PriceBook
 from gateway.usage.record import RecordBuilder, UsageRecord, storage_record
 from gateway.usage.recorder import UsageRecorder
 

@@ -6,7 +6,7 @@ import orjson
 import pytest
 from usage_helpers import ANTHROPIC_USAGE, CHAT_USAGE, finished
 
-from gateway.usage.pricing import PriceBook
+from gateway.accounting.pricing import PriceBook
 from gateway.usage.record import RecordBuilder, storage_record
 from gateway.usage.recorder import serialize
 

@@ -10,11 +10,11 @@ import pytest
 from usage_helpers import ANTHROPIC_USAGE, CHAT_USAGE, finished
 
 from gateway import metrics
+from gateway.accounting.pricing import PriceBook
 from gateway.config import Settings
 from gateway.stores import open_store
 from gateway.stores.memory import MemoryStore
 from gateway.usage import keys, query
-from gateway.usage.pricing import PriceBook
 from gateway.usage.record import RecordBuilder, UsageRecord
 from gateway.usage.recorder import UsageRecorder
 

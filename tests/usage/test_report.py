@@ -13,15 +13,15 @@ import uvicorn
 from test_api import KEY, build_app
 from test_query import mixed
 
+from gateway.accounting.pricing import PriceBook
 from gateway.cli import main
 from gateway.config import Settings
-from gateway.localrun import free_port
 from gateway.stores import open_store
 from gateway.stores.memory import MemoryStore
-from gateway.usage.pricing import PriceBook
 from gateway.usage.recorder import UsageRecorder
 from gateway.usage.report import report_command
 from gateway.usage.stage import UsageStage
+from gateway_dev.localrun import free_port
 
 
 async def _fill(settings: Settings, book: PriceBook, tenant: str) -> None:

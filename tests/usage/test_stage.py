@@ -8,6 +8,7 @@ import pytest
 from prometheus_client import generate_latest
 from usage_helpers import ANTHROPIC_USAGE, CHAT_USAGE, finished
 
+from gateway.accounting.pricing import PriceBook
 from gateway.answer import Answer
 from gateway.config import Settings
 from gateway.context import RequestContext
@@ -15,7 +16,6 @@ from gateway.metrics import REGISTRY
 from gateway.pipeline import Hit, Pipeline, Stage
 from gateway.stores.memory import MemoryStore
 from gateway.usage import query
-from gateway.usage.pricing import PriceBook
 from gateway.usage.stage import UsageStage
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from gateway.localrun import LocalGateway, UvicornThread
 from gateway.stores.memory import MemoryStore
 from gateway.usage.stage import UsageStage
+from gateway_dev.localrun import LocalGateway, UvicornThread
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -53,7 +53,7 @@ class UsageGateway(LocalGateway):
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UsageGateway]:
-    from gateway.emulators.harness import EmulatorSet
+    from gateway_dev.emulators.harness import EmulatorSet
 
     with EmulatorSet() as emu:
         tenants = {TENANT: {"key": KEY, "response_cache": {"enabled": False}}}

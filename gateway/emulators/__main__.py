@@ -1,3 +1,0 @@
-from gateway.emulators.server import main
-
-raise SystemExit(main())

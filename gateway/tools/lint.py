@@ -1,0 +1,288 @@
+"""Cache lint: the patterns that break vendor prompt caches, with what each costs.
+
+`llm-cache-gateway lint REQUEST.json [--protocol P]` reads one request body (OpenAI Chat or
+Responses, Anthropic Messages or Gemini; the shape tells which when `--protocol` is absent) and
+reports:
+
+- volatile values in the stable prefix (dates, times, ids, as the rewrite layer finds them): every
+  token after the first one can never be served from a cache;
+- tools not sorted by name, or JSON-schema keys not in a canonical order: harmless only as long as
+  every request builds them in exactly the same order;
+- per-user data (e-mail addresses, phone numbers, user/customer fields) before shared text: every
+  user gets a prefix of their own;
+- a stable prefix under the model's minimum cacheable length: the vendor caches nothing.
+
+Each finding carries the estimated money lost per 1,000 requests: the tokens a cache could no
+longer serve × (input price − cache-read price) × 1,000, with the model's prices from litellm's
+cost map (list-price ratios when the model is unknown). `template_report(records)` does the same
+per prompt template from usage records (see its docstring for what records can and cannot show).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gateway.provider_cache.tables import CachePrices, min_tokens, prices_for
+from gateway.provider_cache.tokens import TokenCounter, default_counter
+from gateway.rewrite.detect import detector_for
+from gateway.rewrite.layout import RewriteOptions, module_for
+from gateway.rewrite.move import Mover
+
+# Top-level fields in the order each vendor renders them ahead of the conversation.
+_PREFIX_FIELDS = {
+    "openai_chat": ("tools", "response_format"),
+    "openai_responses": ("tools", "text", "instructions"),
+    "anthropic_messages": ("tools", "system"),
+    "gemini": ("systemInstruction", "tools", "toolConfig"),
+}
+_DEFAULT_MODEL = {"openai_chat": "gpt-4o", "openai_responses": "gpt-4o", "anthropic_messages": "claude-sonnet-4-5",
+                  "gemini": "gemini-2.5-flash"}
+_PER_USER = re.compile(
+    r"[\w.+-]+@[\w-]+\.[\w.]+"  # e-mail
+    r"|\+?\d[\d ().-]{8,}\d"  # phone number
+    r"|\b(?:user(?:name|_?id)?|customer(?:_?id)?|account(?:_?id)?|member|name|email|phone)\s*[:=]\s*\S+",
+    re.IGNORECASE)
+
+
+@dataclass
+class Finding:
+    pattern: str  # volatile_in_prefix | unstable_tool_order | per_user_before_shared | prefix_under_minimum
+    where: str
+    detail: str
+    tokens_lost: int
+    usd_per_1000: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "where": self.where, "detail": self.detail,
+                "tokens_lost": self.tokens_lost, "usd_per_1000": round(self.usd_per_1000, 6)}
+
+
+@dataclass
+class LintReport:
+    protocol: str
+    model: str
+    vendor: str
+    prefix_tokens: int
+    min_tokens: int
+    prices: CachePrices
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def usd_per_1000(self) -> float:
+        """The loss of the worst finding: the losses overlap (each one already ends the prefix)."""
+        return max((f.usd_per_1000 for f in self.findings), default=0.0)
+
+
+def guess_protocol(body: Mapping[str, Any]) -> str:
+    if "contents" in body or "systemInstruction" in body:
+        return "gemini"
+    if "input" in body or "instructions" in body:
+        return "openai_responses"
+    if "messages" in body and ("system" in body or ("max_tokens" in body and "model" in body
+                               and str(body.get("model", "")).startswith("claude"))):
+        return "anthropic_messages"
+    return "openai_chat"
+
+
+def vendor_of(protocol: str, model: str) -> str:
+    if protocol == "anthropic_messages" or model.startswith("claude"):
+        return "anthropic"
+    if protocol == "gemini" or model.startswith("gemini"):
+        return "gemini"
+    if model.startswith("deepseek"):
+        return "deepseek"
+    return "openai"
+
+
+def _price_book() -> Any:
+    try:
+        from gateway.accounting import pricing
+
+        book = pricing.default_book()
+        _ = book.cost_map  # litellm's import: fine in a command, never on the request path
+        return book
+    except Exception:
+        return None
+
+
+def lint_body(body: dict[str, Any], protocol: str | None = None, *, book: Any = None,
+              counter: TokenCounter | None = None, tenant_patterns: tuple[str, ...] = ()) -> LintReport:
+    protocol = protocol or guess_protocol(body)
+    mod = module_for(protocol)
+    if mod is None:
+        raise ValueError(f"unknown protocol {protocol!r}; one of {', '.join(_PREFIX_FIELDS)}")
+    counter = counter or default_counter()
+    counter.load()
+    model = str(body.get("model") or _DEFAULT_MODEL[protocol]).removeprefix("models/")
+    vendor = vendor_of(protocol, model)
+    prices = prices_for(vendor, vendor, model, book)
+    layout = mod.layout(body)
+    turns = body.get(layout.turns_key)
+    turns = [turns] if isinstance(turns, str) else (turns if isinstance(turns, list) else [])
+    parts = [(k, body[k]) for k in _PREFIX_FIELDS[protocol] if body.get(k) is not None]
+    parts.append((layout.turns_key, turns[:layout.stable_end]))
+    text = "".join(orjson.dumps(v).decode() for _, v in parts)
+    total = counter.count(text)
+    report = LintReport(protocol, model, vendor, total, min_tokens(vendor, model), prices)
+    gain = max(0.0, prices.input - prices.read) * 1000
+
+    def lost_after(offset: int) -> int:
+        before = counter.count(text[:offset])
+        return total - (before if before >= report.min_tokens else 0)
+
+    _, lay = mod.rewrite(body, Mover(detector_for(tenant_patterns)), RewriteOptions())
+    for m in lay.moved:
+        offset = text.find(orjson.dumps(m.value).decode()[1:-1])
+        if offset < 0:
+            continue
+        lost = lost_after(offset)
+        report.findings.append(Finding("volatile_in_prefix", m.where, f"{m.kind} value {m.value!r}", lost, lost * gain))
+    if lay.tools_sorted:
+        report.findings.append(Finding("unstable_tool_order", "tools",
+                                       "tools are not sorted by name; any change in their order misses every token",
+                                       total, total * gain))
+    shared_text = "".join(orjson.dumps(v).decode() for k, v in parts if k != layout.turns_key)
+    detector = detector_for(tenant_patterns)
+    for m in _PER_USER.finditer(shared_text):
+        if detector.spans(m.group(0)):
+            continue  # a date or an id, reported above
+        lost = lost_after(m.start())
+        if lost > total // 2:
+            detail = f"per-user data {m.group(0)[:40]!r} precedes shared text"
+            report.findings.append(Finding("per_user_before_shared", "instructions", detail, lost, lost * gain))
+    if total < report.min_tokens:
+        report.findings.append(Finding("prefix_under_minimum", "prefix",
+                                       f"{total} tokens < {report.min_tokens}: {model} caches nothing", total,
+                                       total * gain))
+    return report
+
+
+def render(report: LintReport, name: str) -> str:
+    lines = [f"{name}: {report.protocol}, model {report.model} ({report.vendor}; caches from "
+             f"{report.min_tokens} tokens; prices {report.prices.source})",
+             f"stable prefix: ~{report.prefix_tokens} tokens"]
+    if not report.findings:
+        lines.append("no cache-breaking pattern found")
+    for f in report.findings:
+        lines.append(f"  - {f.pattern} at {f.where}: {f.detail}; ~{f.tokens_lost} tokens uncacheable, "
+                     f"${f.usd_per_1000:.4f} lost per 1,000 requests")
+    if report.findings:
+        lines.append(f"estimated loss: ${report.usd_per_1000:.4f} per 1,000 requests "
+                     "(the rewrite layer, `prompt_rewrite: {enabled: true}`, fixes volatile values and tool order)")
+    return "\n".join(lines)
+
+
+def lint_command(path: str, protocol: str | None = None) -> int:
+    """`llm-cache-gateway lint REQUEST.json`: 0 clean, 1 findings, 2 unreadable input."""
+    try:
+        body = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        print(f"lint: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(body, dict):
+        print(f"lint: {path} must hold one JSON object (a request body)", file=sys.stderr)
+        return 2
+    try:
+        report = lint_body(body, protocol, book=_price_book())
+    except ValueError as exc:
+        print(f"lint: {exc}", file=sys.stderr)
+        return 2
+    print(render(report, path))
+    return 1 if report.findings else 0
+
+
+# ---- per template, from usage records ------------------------------------------------------------
+
+
+def template_report(records: Iterable[Mapping[str, Any]], book: Any = None) -> list[dict[str, Any]]:
+    """One row per prompt template (`prompt_template_id`, else the rewrite's `prefix_hash`) from usage
+    records (dicts as `/admin/usage/records` returns them). Records hold no prompt text, so the
+    findings are what their fields show:
+
+    - `volatile_in_prefix`: values the rewrite moved (kinds and places), and the share of requests;
+    - `unstable_tool_order`: requests whose tools arrived out of order (the rewrite re-sorted them);
+    - `per_user_before_shared`: one template id with many distinct stable prefixes;
+    - `prefix_under_minimum`: provider-cache decisions `skip_min`;
+    - `uncached_prefix`: prefix tokens the vendor did not serve from its cache.
+    Money: tokens lost × (input − cache-read price) per 1,000 requests, at the template's model prices.
+    """
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for rec in records:
+        if rec.get("kind", "request") != "request" or rec.get("saved_layer") in ("response", "semantic",
+                                                                                  "single-flight"):
+            continue
+        details = rec.get("details") or {}
+        template = rec.get("prompt_template_id") or details.get("prefix_hash")
+        if template:
+            groups[str(template)].append(rec)
+    return [_template_row(t, recs, book) for t, recs in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+
+
+def _template_row(template: str, recs: list[Mapping[str, Any]], book: Any) -> dict[str, Any]:
+    n = len(recs)
+    model = max({str(r.get("model") or "") for r in recs}, key=lambda m: sum(r.get("model") == m for r in recs))
+    provider = str(recs[0].get("provider") or vendor_of("", model))
+    prices = prices_for(provider, vendor_of("", model), model, book)
+    gain = max(0.0, prices.input - prices.read) * 1000
+    inputs = sum(int(r.get("input_tokens") or 0) for r in recs)
+    cached = sum(int(r.get("cached_input_tokens") or 0) for r in recs)
+    findings: list[dict[str, Any]] = []
+    moved: dict[tuple[str, str], int] = defaultdict(int)
+    resorted = skip_min = 0
+    prefixes: set[str] = set()
+    prefix_tokens: list[int] = []
+    for r in recs:
+        details = r.get("details") or {}
+        rw = details.get("rewrite") or {}
+        for m in rw.get("moved") or []:
+            moved[(str(m.get("kind")), str(m.get("where")))] += 1
+        resorted += bool(rw.get("tools_sorted"))
+        if details.get("prefix_hash"):
+            prefixes.add(str(details["prefix_hash"]))
+        pc = details.get("provider_cache") or {}
+        skip_min += pc.get("decision") == "skip_min"
+        if pc.get("prefix_tokens"):
+            prefix_tokens.append(int(pc["prefix_tokens"]))
+    mean_prefix = sum(prefix_tokens) / len(prefix_tokens) if prefix_tokens else 0.0
+    if moved:
+        kinds = ", ".join(f"{k} at {w} ({c}/{n})" for (k, w), c in sorted(moved.items()))
+        findings.append({"pattern": "volatile_in_prefix", "detail": f"moved by the rewrite: {kinds}",
+                         "usd_per_1000": mean_prefix * gain})
+    if resorted:
+        findings.append({"pattern": "unstable_tool_order", "detail": f"{resorted}/{n} requests had unsorted tools",
+                         "usd_per_1000": mean_prefix * gain * resorted / n})
+    if len(prefixes) > max(3, n // 10):
+        findings.append({"pattern": "per_user_before_shared",
+                         "detail": f"{len(prefixes)} distinct stable prefixes in {n} requests",
+                         # with one shared prefix, n − 1 requests would read it; with d, only n − d do
+                         "usd_per_1000": mean_prefix * gain * (len(prefixes) - 1) / n})
+    if skip_min:
+        findings.append({"pattern": "prefix_under_minimum", "detail": f"{skip_min}/{n} requests under the minimum",
+                         "usd_per_1000": mean_prefix * gain * skip_min / n})
+    uncached = max(0.0, mean_prefix - cached / n) if prefix_tokens else 0.0
+    if uncached > 0:
+        findings.append({"pattern": "uncached_prefix", "detail": f"~{uncached:.0f} prefix tokens per request not read "
+                         "from the vendor cache", "usd_per_1000": uncached * gain})
+    return {"template": template, "requests": n, "model": model, "input_tokens": inputs, "cached_input_tokens": cached,
+            "cached_share": cached / inputs if inputs else 0.0,
+            "cost_usd": sum(float(r.get("cost_usd") or 0.0) for r in recs), "findings": findings}
+
+
+def format_template_report(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no template has requests in this window"
+    out = []
+    for row in rows:
+        out.append(f"{row['template']}: {row['requests']} requests, {row['model']}, cached "
+                   f"{row['cached_share']:.1%} of {row['input_tokens']} input tokens, ${row['cost_usd']:.4f}")
+        for f in row["findings"]:
+            out.append(f"  - {f['pattern']}: {f['detail']} — ${f['usd_per_1000']:.4f} per 1,000 requests")
+    return "\n".join(out)

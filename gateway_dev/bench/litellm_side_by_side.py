@@ -1,0 +1,280 @@
+"""`llm-cache-gateway bench litellm`: this gateway and LiteLLM's proxy side by side, in one run, on the
+same emulator, the same redis-server and the same client load.
+
+    llm-cache-gateway bench litellm [--rounds 2] [--concurrency 32] [--hit-requests 2000]
+        [--miss-requests 200] [--miss-concurrency 8] [--workers 1] [--quick] [--write docs/benchmarks.md]
+
+Processes: a redis-server (the gateway's response cache in db 1, LiteLLM's Redis cache in db 0 under
+its own namespace), the vendor emulator, the gateway (`llm-cache-gateway serve`, every layer but the
+semantic cache, which LiteLLM's exact cache has no counterpart of), LiteLLM's proxy from
+`.bench-venv/` (see `litellm_proxy.py`) and this load generator. Both proxies run all the time, each
+with `--workers` processes (1 by default), so both are measured under the same CPU conditions; the
+phases alternate A, B, A, B (`--rounds`) to cancel drift on a shared machine.
+
+Per round: misses direct to the emulator (the baseline), then through each proxy (every prompt new:
+added latency = proxy − direct, same round); then exact hits through each proxy at `--concurrency`
+closed-loop clients over `--keys` stored prompts (p50, p99, hits/s, proxy CPU per hit). Every answer
+is checked: a hit phase's answer must say it is a hit (`x-gateway-cache: response-hit`; LiteLLM's
+`x-litellm-cache-key`, which it sends on cache hits only) and carry the emulator's answer for that
+prompt. Targets: ≥ 3× LiteLLM's hit throughput, ≤ 1/3 of its added latency on a miss.
+Then semantic quality on labelled pairs (`semantic_vs_litellm.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import orjson
+
+from gateway_dev.bench.common import GatewayProcess, LoadResult, append_section, closed_loop
+from gateway_dev.bench.litellm_proxy import MASTER_KEY, LiteLLMProcess, ensure_venv, tree_cpu_seconds, write_config
+from gateway_dev.bench.semantic_vs_litellm import compare, markdown, vector_search_available
+from gateway_dev.emulators.process import EmulatorProcess
+from gateway_dev.redis_servers import RedisSingle
+
+KEY = "bench-key"
+MODEL = "gpt-4o-mini"
+TITLE = "LiteLLM proxy side by side"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval"
+DEFAULT_PAIRS = [SHARED / "semantic_pairs_dev.jsonl", SHARED / "qqp_pairs_sample.jsonl"]
+
+
+@dataclass
+class Side:
+    name: str
+    base: str  # OpenAI base URL (with /v1)
+    key: str
+    is_hit: Callable[[Any], bool] | None = None
+    pid: int | None = None
+    misses: list[LoadResult] = field(default_factory=list)
+    hits: list[LoadResult] = field(default_factory=list)
+    cpu_per_hit_ms: list[float] = field(default_factory=list)
+    not_hit: int = 0
+    wrong: int = 0
+
+
+def _body(text: str) -> bytes:
+    # No max_tokens: an answer cut by it (finish_reason "length") is not cached by the gateway by default.
+    return orjson.dumps({"model": MODEL, "messages": [{"role": "user", "content": text}]})
+
+
+def _content(raw: bytes) -> str | None:
+    try:
+        return orjson.loads(raw)["choices"][0]["message"]["content"]
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _sender(side: Side, texts: Callable[[int], str], expect_hit: bool, truth: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    headers = {"authorization": f"Bearer {side.key}", "content-type": "application/json"}
+    url = f"{side.base}/chat/completions"
+
+    async def send(session: aiohttp.ClientSession, i: int) -> tuple[int, float | None]:
+        text = texts(i)
+        async with session.post(url, data=_body(text), headers=headers) as resp:
+            raw = await resp.read()
+            if resp.status == 200 and expect_hit and side.is_hit is not None:
+                side.not_hit += not side.is_hit(resp.headers)
+                if truth is not None and _content(raw) != truth.get(text):
+                    side.wrong += 1
+            return resp.status, None
+
+    return send
+
+
+async def _truth(direct: Side, prompts: list[str]) -> dict[str, str]:
+    """The emulator's own answer to each prompt (its answers are a function of the request)."""
+    out: dict[str, str] = {}
+    headers = {"authorization": f"Bearer {direct.key}", "content-type": "application/json"}
+    async with aiohttp.ClientSession() as session:
+        for text in prompts:
+            async with session.post(f"{direct.base}/chat/completions", data=_body(text), headers=headers) as r:
+                out[text] = _content(await r.read()) or ""
+    return out
+
+
+async def measure(args: argparse.Namespace, direct: Side, sides: list[Side]) -> None:
+    tag = time.time_ns()
+    prompts = [f"[{tag}] Question {i}: how do retry budgets interact with circuit breakers?" for i in range(args.keys)]
+    truth = await _truth(direct, prompts)
+    for side in [direct, *sides]:  # warm-up: connections, lazy imports, first-request paths
+        await closed_loop(_sender(side, lambda i, s=side.name: f"[{tag}] warm {s} {i}", False),
+                          concurrency=args.miss_concurrency, total=args.miss_concurrency * 3)
+    for side in sides:  # store the hit set
+        await closed_loop(_sender(side, lambda i: prompts[i], False), concurrency=min(8, args.keys), total=args.keys)
+        await closed_loop(_sender(side, lambda i: prompts[i % len(prompts)], True, truth),
+                          concurrency=args.concurrency, total=args.concurrency * 4)
+        side.not_hit = side.wrong = 0  # priming and warm-up do not count
+    for rnd in range(args.rounds):
+        direct.misses.append(await closed_loop(
+            _sender(direct, lambda i, r=rnd: f"[{tag}] direct r{r} miss {i}: what is a retry budget?", False),
+            concurrency=args.miss_concurrency, total=args.miss_requests))
+        for side in sides:
+            side.misses.append(await closed_loop(
+                _sender(side, lambda i, r=rnd, s=side.name: f"[{tag}] {s} r{r} miss {i}: what is a retry budget?",
+                        False), concurrency=args.miss_concurrency, total=args.miss_requests))
+        for side in sides:
+            c0 = tree_cpu_seconds(side.pid)
+            side.hits.append(await closed_loop(_sender(side, lambda i: prompts[i % len(prompts)], True, truth),
+                                               concurrency=args.concurrency, total=args.hit_requests))
+            side.cpu_per_hit_ms.append((tree_cpu_seconds(side.pid) - c0) * 1000 / args.hit_requests)
+        print(f"  round {rnd + 1}/{args.rounds}: " + "; ".join(
+            f"{s.name} miss p50 {s.misses[-1].pct(50) * 1000:.1f} ms, hits {s.hits[-1].rate:.0f}/s"
+            for s in sides) + f"; direct miss p50 {direct.misses[-1].pct(50) * 1000:.1f} ms", flush=True)
+
+
+def pooled(results: list[LoadResult]) -> LoadResult:
+    out = LoadResult()
+    for r in results:
+        out.latencies += r.latencies
+        out.errors += r.errors
+        out.elapsed += r.elapsed
+    return out
+
+
+def summarize(direct: Side, gw: Side, ll: Side) -> dict[str, Any]:
+    def added(side: Side, p: float) -> float:  # mean over rounds of (proxy − direct, same round)
+        return statistics.fmean(s.pct(p) - d.pct(p) for s, d in zip(side.misses, direct.misses, strict=True))
+
+    base = pooled(direct.misses)
+    out: dict[str, Any] = {"direct": {"miss_p50": base.pct(50), "miss_p99": base.pct(99)}}
+    for side in (gw, ll):
+        miss, hit = pooled(side.misses), pooled(side.hits)
+        out[side.name] = {
+            "miss_p50": miss.pct(50), "miss_p99": miss.pct(99),
+            "added_p50": added(side, 50), "added_p99": added(side, 99),
+            "hit_p50": hit.pct(50), "hit_p99": hit.pct(99), "hits_per_s": hit.rate,
+            "hits_per_s_rounds": [r.rate for r in side.hits], "added_p50_rounds": [
+                s.pct(50) - d.pct(50) for s, d in zip(side.misses, direct.misses, strict=True)],
+            "cpu_ms_per_hit": statistics.fmean(side.cpu_per_hit_ms), "errors": miss.errors + hit.errors,
+            "not_hit": side.not_hit, "wrong": side.wrong,
+        }
+    g, lt = out[gw.name], out[ll.name]
+    out["ratios"] = {"hit_throughput": g["hits_per_s"] / lt["hits_per_s"],
+                     "added_p50": g["added_p50"] / lt["added_p50"] if lt["added_p50"] > 0 else float("nan"),
+                     "hit_p50": g["hit_p50"] / lt["hit_p50"]}
+    out["targets"] = {"hit_throughput_3x": out["ratios"]["hit_throughput"] >= 3.0,
+                      "added_latency_third": out["ratios"]["added_p50"] <= 1 / 3}
+    return out
+
+
+def table(s: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    g, lt, d, r = s["gateway"], s["litellm"], s["direct"], s["ratios"]
+
+    def ms(x: float) -> str:
+        return f"{x * 1000:.2f}"
+
+    met = {True: "met", False: "**not met**"}
+    rows = [
+        "| measure | direct | gateway | LiteLLM | gateway ÷ LiteLLM | target |", "|---|---|---|---|---|---|",
+        f"| miss p50 ms ({args.miss_concurrency} clients) | {ms(d['miss_p50'])} | {ms(g['miss_p50'])} | "
+        f"{ms(lt['miss_p50'])} | | |",
+        f"| added latency on a miss, p50 ms | | {ms(g['added_p50'])} | {ms(lt['added_p50'])} | {r['added_p50']:.3f} | "
+        f"≤ 0.333: {met[s['targets']['added_latency_third']]} |",
+        f"| added latency on a miss, p99 ms | | {ms(g['added_p99'])} | {ms(lt['added_p99'])} | "
+        f"{g['added_p99'] / lt['added_p99'] if lt['added_p99'] > 0 else float('nan'):.3f} | |",
+        f"| exact hit p50 ms ({args.concurrency} clients) | | {ms(g['hit_p50'])} | {ms(lt['hit_p50'])} | "
+        f"{r['hit_p50']:.3f} | |",
+        f"| exact hit p99 ms | | {ms(g['hit_p99'])} | {ms(lt['hit_p99'])} | "
+        f"{g['hit_p99'] / lt['hit_p99']:.3f} | |",
+        f"| exact hits/s ({args.concurrency} clients) | | {g['hits_per_s']:.0f} | {lt['hits_per_s']:.0f} | "
+        f"{r['hit_throughput']:.2f}× | ≥ 3×: {met[s['targets']['hit_throughput_3x']]} |",
+        f"| proxy CPU ms per hit (all its processes) | | {g['cpu_ms_per_hit']:.2f} | {lt['cpu_ms_per_hit']:.2f} | "
+        f"{g['cpu_ms_per_hit'] / lt['cpu_ms_per_hit']:.3f} | |",
+        "| errors / hit answers not marked as hits / wrong answers | | "
+        f"{g['errors']} / {g['not_hit']} / {g['wrong']} | "
+        f"{lt['errors']} / {lt['not_hit']} / {lt['wrong']} | | 0 |",
+        "", "Per round (A, B, A, B order): " + "; ".join(
+            f"round {i + 1}: hits/s {gh:.0f} vs {lh:.0f}, added p50 {ga * 1000:.2f} vs {la * 1000:.2f} ms"
+            for i, (gh, lh, ga, la) in enumerate(zip(g["hits_per_s_rounds"], lt["hits_per_s_rounds"],
+                                                     g["added_p50_rounds"], lt["added_p50_rounds"], strict=True))),
+    ]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="llm-cache-gateway bench litellm", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=2, help="A,B rounds (each: misses, then hits, for both)")
+    p.add_argument("--concurrency", type=int, default=32, help="closed-loop clients of the hit phases")
+    p.add_argument("--hit-requests", type=int, default=2000)
+    p.add_argument("--keys", type=int, default=100, help="distinct stored prompts the hit phases repeat")
+    p.add_argument("--miss-requests", type=int, default=200)
+    p.add_argument("--miss-concurrency", type=int, default=8)
+    p.add_argument("--workers", type=int, default=1, help="processes of each proxy (gateway --workers, "
+                   "LiteLLM --num_workers)")
+    p.add_argument("--latency", default="base=0.05,prefill=0,cached=0,itl=0.0005", help="emulator latency model")
+    p.add_argument("--pairs", default=",".join(str(x) for x in DEFAULT_PAIRS),
+                   help="labelled pairs for the semantic comparison (comma-separated; '' to skip)")
+    p.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    p.add_argument("--json", type=Path, default=None, help="also write figures and raw latencies here")
+    p.add_argument("--write", type=Path, default=None, help="replace this benchmark's section of a markdown file")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.hit_requests, args.miss_requests, args.keys = 300, 40, 30
+        args.concurrency, args.miss_concurrency = min(args.concurrency, 16), min(args.miss_concurrency, 4)
+
+    exe, how = ensure_venv()
+    load_before = os.getloadavg()[0]
+    with RedisSingle() as redis, EmulatorProcess(latency=args.latency) as emu:
+        where = urlsplit(redis.url)
+        config = write_config(Path(tempfile.mkdtemp(prefix="litellm-config-")), MODEL, f"{emu.vendor_url}/v1",
+                              where.hostname or "127.0.0.1", where.port or 6379)
+        tenants = {"bench": {"key": KEY, "semantic_cache": {"enabled": False}}}
+        with GatewayProcess(emu.vendor_url, tenants, redis_url=redis.url.rsplit("/", 1)[0] + "/1",
+                            workers=args.workers) as gwp, LiteLLMProcess(exe, config, args.workers) as llp:
+            direct = Side("direct", f"{emu.vendor_url}/v1", "sk-bench")
+            gw = Side("gateway", f"{gwp.url}/v1", KEY, lambda h: h.get("x-gateway-cache") == "response-hit",
+                      gwp.proc.pid if gwp.proc else None)
+            ll = Side("litellm", f"{llp.url}/v1", MASTER_KEY, lambda h: "x-litellm-cache-key" in h,
+                      llp.proc.pid if llp.proc else None)
+            print(f"gateway {gwp.url} and LiteLLM {llp.url} ({how}), {args.workers} process(es) each; "
+                  f"emulator {emu.vendor_url} latency `{args.latency}`", flush=True)
+            asyncio.run(measure(args, direct, [gw, ll]))
+        why_not = vector_search_available(where.port or 6379)
+    load_after = os.getloadavg()[0]
+    s = summarize(direct, gw, ll)
+    semantic = [compare(Path(x)) for x in args.pairs.split(",") if x and Path(x).exists()]
+
+    command = "llm-cache-gateway bench litellm " + " ".join(argv or [])
+    lines = [
+        f"LiteLLM proxy 1.110.2 ({how}) vs this gateway, one process each unless `--workers`; same emulator "
+        f"(latency `{args.latency}`), same redis-server, same load generator; {args.rounds} rounds A, B, A, B. "
+        f"Misses: {args.miss_requests} per run at {args.miss_concurrency} clients; hits: {args.hit_requests} per run "
+        f"at {args.concurrency} clients over {args.keys} stored prompts. {os.cpu_count()} CPUs shared with other "
+        f"work (load average {load_before:.1f} before, {load_after:.1f} after): ratios from the same run are the "
+        "figures to read.", "", *table(s, args), "",
+        f"Targets: gateway hits/s ≥ 3× LiteLLM's ({s['ratios']['hit_throughput']:.2f}×: "
+        f"{'met' if s['targets']['hit_throughput_3x'] else 'not met'}); added latency on a miss ≤ 1/3 of "
+        f"LiteLLM's ({s['ratios']['added_p50']:.3f}: {'met' if s['targets']['added_latency_third'] else 'not met'}).",
+        "", "### Semantic cache", "", why_not or "A vector-capable Redis is present.", "", *markdown(semantic),
+        f"Command: `{command}`",
+    ]
+    print("\n".join(lines))
+    if args.write:
+        append_section(args.write, TITLE, "\n".join(lines))
+    if args.json:
+        raw = {"direct_miss": pooled(direct.misses).latencies, "gateway_miss": pooled(gw.misses).latencies,
+               "litellm_miss": pooled(ll.misses).latencies, "gateway_hit": pooled(gw.hits).latencies,
+               "litellm_hit": pooled(ll.hits).latencies}
+        args.json.write_bytes(orjson.dumps({"summary": s, "latencies": raw, "semantic": semantic, "how": how,
+                                            "args": vars(args) | {"json": str(args.json), "write": str(args.write)}},
+                                           option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
+                                           default=str))
+    ok = s["gateway"]["errors"] == 0 and s["gateway"]["wrong"] == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,384 @@
+"""`llm-cache-gateway bench routing`: cache-aware routing against round robin, least loaded and consistent
+hashing, on emulated vLLM replicas with limited KV and a realistic prefill cost.
+
+    llm-cache-gateway bench routing [--workloads a,b,c] [--policies cache_aware,round_robin,...]
+                                    [--via gateway|router] [--scale 1.0] [--concurrency 24]
+                                    [--kv-blocks 3072] [--max-num-seqs 8] [--json out.json]
+
+Emulator subprocesses (`python -m gateway_dev.emulators`) serve four vLLM replicas (vLLM's block prefix cache with
+LRU eviction, `max_num_seqs` and a waiting queue; KV capacity `--kv-blocks` blocks of 16 tokens; the
+`realistic` latency preset of an 8B model on an H100: 30 ms + 250 µs per uncached prompt token + 10 µs per
+cached one, 12 ms per output token) and one replica with unlimited KV for the upper bound. Each policy runs
+through the whole gateway (`--via gateway`, the default: the route stage wired as the app wires it, the
+gateway in a thread of this process) or with the `Router` driven directly (`--via router`). Clients stream;
+TTFT runs from sending (before the routing decision) to the first content token. The replicas' caches and
+counters are reset between runs. Hit rates and per-replica request counts come from the replicas' own
+`/metrics` (`vllm:prefix_cache_*`, `vllm:request_success_total`).
+
+Workloads: (a) multi-turn agent sessions (5–30 turns, a shared agent prompt, tool results appended each turn);
+(b) SGLang's generated-shared-prefix (groups × prompts, a long system prompt, a short question, shuffled);
+(c) agent sessions mixed with 20% one-off requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from gateway_dev.bench.routing_workloads import Workload, make_workloads
+
+MODEL = "Qwen/Qwen3-8B"
+POLICIES = ("cache_aware", "round_robin", "least_loaded", "consistent_hash")
+BOUND = "bound"
+
+
+# ---- one run --------------------------------------------------------------------------------------------
+@dataclass
+class Result:
+    policy: str
+    hit_rate: float
+    ttft: list[float]
+    wall: float
+    requests: int
+    per_replica: Counter[str]
+    errors: Counter[str]  # failed requests by HTTP status or client exception
+    reasons: Counter[str]
+
+    def q(self, p: float) -> float:
+        s = sorted(self.ttft)
+        return s[min(len(s) - 1, int(p * len(s)))] if s else float("nan")
+
+    @property
+    def imbalance(self) -> float:
+        counts = list(self.per_replica.values())
+        return max(counts) / statistics.mean(counts) if counts and statistics.mean(counts) else float("nan")
+
+
+async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], out: int,
+                headers: dict[str, str] | None = None) -> tuple[int, str, float]:
+    """Stream one chat completion; (status, text, perf_counter() at the first content token)."""
+    first, parts = 0.0, []
+    async with http.post(base + "/chat/completions", data=orjson.dumps(body), headers={
+            "content-type": "application/json", "x-emulator-output-tokens": str(out), **(headers or {})}) as resp:
+        if resp.status != 200:
+            await resp.read()
+            return resp.status, "", 0.0
+        async for line in resp.content:
+            if not line.startswith(b"data: ") or line.startswith(b"data: [DONE]"):
+                continue
+            chunk = orjson.loads(line[6:])
+            for choice in chunk.get("choices") or []:
+                piece = (choice.get("delta") or {}).get("content")
+                if piece:
+                    first = first or time.perf_counter()
+                    parts.append(piece)
+    return 200, "".join(parts), first
+
+
+_CLIENT_ERRORS: Counter[str] = Counter()
+
+
+def _failed(exc: BaseException) -> None:
+    _CLIENT_ERRORS[f"{type(exc).__name__}: {exc}"[:120]] += 1
+
+
+class DirectTarget:
+    """The router in this process; each request streamed straight to the chosen replica."""
+
+    def __init__(self, http: aiohttp.ClientSession, urls: list[str], routing: Any) -> None:
+        from gateway.routing.pool import ReplicaPool
+        from gateway.routing.router import Router
+        from gateway.stores.memory import MemoryStore
+
+        self.http = http
+        self.router = Router(ReplicaPool(urls, routing=routing, session=http), store=MemoryStore())
+
+    async def start(self) -> None:
+        await self.router.start()
+
+    async def stop(self) -> None:
+        await self.router.stop()
+
+    async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
+        from gateway.routing.sessions import session_key
+
+        router = self.router
+        replica = (await router.decide(router.request(body, session_key(body)))).replica
+        router.begin(replica)
+        try:
+            status, text, first = await _send(self.http, replica.base_url, body, out)
+        except aiohttp.ClientError as exc:
+            _failed(exc)
+            status, text, first = 599, "", 0.0
+        router.end(replica, ok=status == 200, status=status)
+        return status, text, first
+
+
+class GatewayTarget:
+    """The whole gateway (route stage only, wired as the app wires it) on a loopback port in a thread."""
+
+    KEY = "bench-routing-key"
+
+    def __init__(self, http: aiohttp.ClientSession, urls: list[str], routing: Any, folder: Path) -> None:
+        self.http, self.urls, self.routing, self.folder = http, urls, routing, folder
+
+    def _start(self) -> None:
+        from gateway.app import create_app
+        from gateway.assembly import build_components
+        from gateway.config import Settings
+        from gateway.routing import ReplicaPool, Router, RouteStage
+        from gateway.stores import open_store
+        from gateway_dev.localrun import UvicornThread, write_policies
+
+        write_policies(self.folder / "policies", {"bench": {"key": self.KEY}})
+        settings = Settings.load(env={}, policies=self.folder / "policies", data_dir=self.folder / "data",
+                                 vllm_endpoints=self.urls, routing=self.routing)
+        store = open_store(settings)
+        router = Router(ReplicaPool.from_settings(settings), settings.routing, store)
+        parts = build_components(settings, store=store, stages=[RouteStage(router)])
+        parts.providers.pool_serves = router.pool.serves
+        parts.gateway.failover = router
+        parts.pool = router.pool
+        self.server = UvicornThread(create_app(settings, parts)).start()
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._start)
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.server.stop)
+
+    async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
+        try:
+            return await _send(self.http, self.server.url + "/v1", body, out,
+                               {"authorization": f"Bearer {self.KEY}"})
+        except aiohttp.ClientError as exc:
+            _failed(exc)
+            return 599, "", 0.0
+
+
+def _decisions() -> Counter[str]:
+    from gateway.metrics import ROUTE_DECISIONS
+
+    out: Counter[str] = Counter()
+    for metric in ROUTE_DECISIONS.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total"):
+                out[sample.labels["reason"]] += int(sample.value)
+    return out
+
+
+async def _replica_counts(http: aiohttp.ClientSession, urls: list[str]) -> tuple[float, float, Counter[str]]:
+    """(prefix hits, prefix queries, requests per replica) from the replicas' own /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gateway.routing.scrape import parse_metrics
+
+    hits = queries = 0.0
+    served: Counter[str] = Counter()
+    for url in urls:
+        async with http.get(url + "/metrics") as resp:
+            text = await resp.text()
+        stats = parse_metrics(text)
+        hits, queries = hits + (stats.hits or 0), queries + (stats.queries or 0)
+        lines = "\n".join(line for line in text.splitlines() if line.startswith("vllm:request_success_total"))
+        served[url] = int(sum(s.value for f in text_string_to_metric_families(lines + "\n") for s in f.samples))
+    return hits, queries, served
+
+
+async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl: Workload,
+                  concurrency: int, params: dict[str, Any], via_gateway: bool, folder: Path) -> Result:
+    from gateway.config import RoutingConfig
+
+    for url in urls:  # empty caches and zeroed counters: every policy starts cold
+        async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
+            resp.raise_for_status()
+    routing = RoutingConfig(policy=policy if policy != BOUND else "round_robin", health_interval=1.0,
+                            metrics_interval=0.5, params=params)
+    target: DirectTarget | GatewayTarget = (GatewayTarget(http, urls, routing, folder / policy) if via_gateway
+                                            else DirectTarget(http, urls, routing))
+    await target.start()
+    decided = _decisions()
+    queue = list(reversed(wl.sessions))
+    one_offs = list(reversed(wl.one_offs))
+    side: list[asyncio.Task[str | None]] = []
+    ttfts: list[float] = []
+    errors: Counter[str] = Counter()
+    _CLIENT_ERRORS.clear()
+    done = 0
+
+    async def send(messages: list[dict[str, str]]) -> str | None:
+        body = {"model": MODEL, "messages": messages, "stream": True, "max_tokens": wl.output_tokens}
+        t0 = time.perf_counter()  # before the routing decision: its cost is part of TTFT
+        status, text, first = await target.call(body, wl.output_tokens)
+        if status != 200:
+            errors[str(status)] += 1
+            return None
+        ttfts.append(first - t0)
+        return text
+
+    async def worker() -> None:
+        nonlocal done
+        while queue:
+            session = queue.pop()
+            messages = list(session.messages)
+            for turn in range(1 + len(session.followups)):
+                text = await send(messages)
+                done += 1
+                if one_offs and done % wl.one_off_every == 0:
+                    side.append(asyncio.create_task(send(one_offs.pop().messages)))
+                if text is None:
+                    break
+                if turn < len(session.followups):
+                    messages = [*messages, {"role": "assistant", "content": text},
+                                {"role": "user", "content": session.followups[turn]}]
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    while one_offs:  # whatever the sessions did not pace out
+        side.append(asyncio.create_task(send(one_offs.pop().messages)))
+    await asyncio.gather(*side)
+    wall = time.perf_counter() - start
+    reasons = _decisions() - decided
+    if errors.pop("599", 0):
+        errors.update(_CLIENT_ERRORS)
+    await target.stop()
+    hits, queries, served = await _replica_counts(http, urls)
+    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons)
+
+
+# ---- replicas -----------------------------------------------------------------------------------------
+class Replicas:
+    """Two emulator subprocesses (`python -m gateway_dev.emulators`): `n` replicas with limited KV, and one
+    replica with unlimited KV for the upper bound."""
+
+    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str) -> None:
+        from gateway_dev.emulators.process import EmulatorProcess
+
+        self.limited = EmulatorProcess(vllm_replicas=n, latency=latency, extra_args=[
+            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL])
+        self.unlimited = EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
+            "--kv-capacity-blocks", str(4_000_000), "--max-num-seqs", "4096", "--model", MODEL])
+
+    def start(self) -> None:
+        self.limited.start()
+        self.unlimited.start()
+        self.urls = self.limited.vllm_urls
+        self.bound_url = self.unlimited.vllm_urls[0]
+
+    def stop(self) -> None:
+        self.limited.stop()
+        self.unlimited.stop()
+
+
+# ---- report ---------------------------------------------------------------------------------------------
+def report(wl: Workload, results: dict[str, Result], concurrency: int) -> tuple[list[str], dict[str, bool]]:
+    bound = results.get(BOUND)
+    rr = results.get("round_robin")
+    lines = [wl.title + f" ({wl.requests} requests, {concurrency} clients)",
+             f"  {'policy':<16}{'hit rate':>9}{'/bound':>8}{'TTFT p50':>10}{'TTFT p99':>10}{'req/s':>8}"
+             f"{'imbalance':>10}{'p50 vs rr':>10}{'errors':>7}"]
+    for name, r in results.items():
+        vs_bound = f"{r.hit_rate / bound.hit_rate:8.2f}" if bound and bound.hit_rate else f"{'-':>8}"
+        vs_rr = f"{rr.q(0.5) / r.q(0.5):9.2f}x" if rr and r.q(0.5) > 0 else f"{'-':>10}"
+        imbalance = f"{r.imbalance:10.2f}" if name != BOUND else f"{'-':>10}"
+        label = "bound*" if name == BOUND else name
+        lines.append(f"  {label:<16}{r.hit_rate:9.3f}{vs_bound}{r.q(0.5) * 1000:8.0f}ms{r.q(0.99) * 1000:8.0f}ms"
+                     f"{r.requests / r.wall:8.1f}{imbalance}{vs_rr}{sum(r.errors.values()):7d}")
+    checks: dict[str, bool] = {}
+    ca = results.get("cache_aware")
+    if ca is not None:
+        if bound is not None and wl.name in ("a", "b"):
+            checks[f"{wl.name}: hit rate >= 0.9 x bound"] = ca.hit_rate >= 0.9 * bound.hit_rate
+        if rr is not None:
+            checks[f"{wl.name}: TTFT p50 >= 2x better than round_robin"] = rr.q(0.5) >= 2 * ca.q(0.5)
+        checks[f"{wl.name}: imbalance <= 1.3"] = ca.imbalance <= 1.3
+    lines.append("  * bound: the same workload on one replica with unlimited KV (the best hit rate possible)")
+    for name, r in results.items():
+        if r.errors:
+            lines.append(f"  {name} failed requests by status: {dict(r.errors)}")
+    if "cache_aware" in results:
+        lines.append("  cache_aware decisions: " + ", ".join(
+            f"{k} {v}" for k, v in results["cache_aware"].reasons.most_common()))
+    return lines, checks
+
+
+async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
+    policies = [p for p in args.policies.split(",") if p]
+    workloads = make_workloads(args.scale, args.seed)
+    chosen = [workloads[w] for w in args.workloads.split(",") if w]
+    replicas = Replicas(args.replicas, args.kv_blocks, args.max_num_seqs, args.latency)
+    out: dict[str, Any] = {}
+    all_checks: dict[str, bool] = {}
+    await asyncio.to_thread(replicas.start)
+    # Below uvicorn's 5 s keep-alive: never reuse a connection the gateway is closing (a client-side race).
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=3)
+    scratch = tempfile.TemporaryDirectory(prefix="bench-routing-")
+    folder = Path(scratch.name)
+    try:
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
+            how = ("through the gateway (route stage wired as in the app, in a thread of this process)"
+                   if args.via == "gateway" else "driving the router directly (real pool and policies, HTTP to "
+                   "the replicas)")
+            print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
+                  f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
+                  f"clients; {how}\n", flush=True)
+            for wl in chosen:
+                results: dict[str, Result] = {}
+                for policy in [*policies, BOUND]:
+                    urls = [replicas.bound_url] if policy == BOUND else replicas.urls
+                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency,
+                                                    orjson.loads(args.params), args.via == "gateway", folder)
+                lines, checks = report(wl, results, args.concurrency)
+                print("\n".join(lines) + "\n", flush=True)
+                all_checks.update(checks)
+                out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
+                                    "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
+                                    "per_replica": dict(r.per_replica), "reasons": dict(r.reasons),
+                                    "errors": dict(r.errors)}
+                                for p, r in results.items()}
+    finally:
+        await asyncio.to_thread(replicas.stop)
+        scratch.cleanup()
+    for name, ok in all_checks.items():
+        print(f"  [{'PASS' if ok else 'FAIL'}] cache_aware {name}")
+    figures.update(results=out, checks=all_checks)
+    return 0 if all(all_checks.values()) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="llm-cache-gateway bench routing", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workloads", default="a,b,c")
+    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
+    p.add_argument("--concurrency", type=int, default=24)
+    p.add_argument("--replicas", type=int, default=4)
+    p.add_argument("--kv-blocks", type=int, default=4096, help="KV capacity of each replica, 16-token blocks")
+    p.add_argument("--max-num-seqs", type=int, default=8)
+    p.add_argument("--latency", default="realistic", help="emulator latency preset or spec")
+    p.add_argument("--via", choices=("gateway", "router"), default="gateway",
+                   help="through the whole gateway (default) or driving the router directly")
+    p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--json", default=None, help="also write the figures to this file")
+    args = p.parse_args(argv)
+    figures: dict[str, Any] = {}
+    code = asyncio.run(bench(args, figures))
+    if args.json:
+        Path(args.json).write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+from gateway_dev.emulators.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,379 @@
+"""The Gemini emulator (Generative Language API), under both `/v1beta` and `/v1` (google-genai 3.x uses v1):
+`models/{m}:generateContent`, `:streamGenerateContent` (`?alt=sse`: `data: <json>` chunks, no `[DONE]`),
+`:countTokens`, `GET models`, and `cachedContents` create/get/list/patch/delete.
+
+Auth: `x-goog-api-key` or `?key=`. Like the API (not like the other vendors): a missing key is 403
+PERMISSION_DENIED, an invalid key 400 INVALID_ARGUMENT "API key not valid".
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+
+from gateway_dev.emulators.answers import Generated, ToolSpec, generate
+from gateway_dev.emulators.faults import FaultController
+from gateway_dev.emulators.gemini_cache import (
+    LATEST,
+    CachedContentRecord,
+    CachedContentStore,
+    ImplicitCache,
+    parse_duration,
+    parse_rfc3339,
+)
+from gateway_dev.emulators.latency import pause
+from gateway_dev.emulators.models import (
+    GEMINI_MODELS,
+    gemini_implicit_caching,
+    gemini_min_cache,
+    gemini_thinking_tokens,
+)
+from gateway_dev.emulators.openai_render import canon
+from gateway_dev.emulators.shapes import MAX_DEPTH, Shape, check
+from gateway_dev.emulators.shapes_gemini import CachedContent, CountTokensRequest, GenerateContentRequest
+from gateway_dev.emulators.tokens import encode, get_tokenizer, synthetic_tokens
+from gateway_dev.emulators.web import Call, EmulatorError, EmulatorResponse, EmulatorState, begin, json_response, new_id
+
+NOT_FOUND = "CachedContent not found (or permission denied)"
+FINISH = {"stop": "STOP", "length": "MAX_TOKENS", "tool_calls": "STOP"}
+
+
+# Free-form maps whose keys are user data, not proto field names.
+_OPAQUE = frozenset({"args", "response", "properties", "parametersJsonSchema", "responseJsonSchema", "example",
+                     "default", "enum", "labels", "metadata"})
+
+
+def camel_keys(obj: Any, depth: int = 1) -> Any:
+    """Proto3 JSON accepts `thinking_budget` as well as `thinkingBudget` (google-genai 3.6 sends snake_case
+    inside `thinkingConfig`): read both, as the API does, by normalizing to lowerCamelCase. Nesting beyond
+    MAX_DEPTH is the API's 400, never a RecursionError."""
+    if not isinstance(obj, list | dict):
+        return obj
+    if depth > MAX_DEPTH:
+        raise _err(400, f"Invalid JSON payload received. Nesting is deeper than {MAX_DEPTH} levels.")
+    if isinstance(obj, list):
+        return [camel_keys(v, depth + 1) for v in obj]
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        head, *rest = k.split("_")
+        name = head + "".join(w[:1].upper() + w[1:] for w in rest) if rest else k
+        out[name] = v if name in _OPAQUE else camel_keys(v, depth + 1)
+    return out
+
+
+def _body(call: Call, shape: type[Shape]) -> dict[str, Any]:
+    """The request body in lowerCamelCase, checked against `shape` (a 400 INVALID_ARGUMENT otherwise)."""
+    body = camel_keys(call.body)
+    check(shape, body, "gemini")
+    return body
+
+
+def _err(status: int, message: str, word: str | None = None) -> EmulatorError:
+    return EmulatorError("gemini", status, message, type=word)
+
+
+class GeminiPrompt:
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.segments: list[str] = []
+        self.question = ""
+        self.tool_result: str | None = None
+        self.tools: list[ToolSpec] = []
+
+    def text(self, s: str) -> None:
+        if s:
+            self.tokens.extend(encode(s))
+            self.segments.append(s)
+
+    def mark(self, s: str) -> None:
+        """A structural marker: part of the answer seed, no tokens (countTokens counts content only)."""
+        self.segments.append(s)
+
+    def extend(self, body: dict[str, Any]) -> GeminiPrompt:
+        system = body.get("systemInstruction")
+        if system:
+            self.mark("<system>")
+            for part in system.get("parts") or []:
+                self.text(part.get("text") or "")
+        for tool in body.get("tools") or []:
+            for fd in tool.get("functionDeclarations") or []:
+                if fd.get("name"):
+                    self.tools.append(ToolSpec(fd["name"], fd.get("description") or "",
+                                               fd.get("parameters") or fd.get("parametersJsonSchema") or {}))
+            self.text(canon(tool))
+        if body.get("toolConfig"):
+            self.mark("<toolConfig>" + canon(body["toolConfig"]))
+        contents = body.get("contents") or []
+        if not isinstance(contents, list):
+            raise _err(400, "Invalid value at 'contents': expected a list")
+        for c in contents:
+            role = c.get("role") or "user"
+            self.mark(f"<{role}>")
+            texts: list[str] = []
+            for part in c.get("parts") or []:
+                if part.get("text") is not None:  # `"text": null` is an unset field in proto3 JSON
+                    self.text(part["text"])
+                    texts.append(part["text"])
+                elif "inlineData" in part or "fileData" in part:
+                    data = part.get("inlineData") or part.get("fileData") or {}
+                    key = data.get("data") or data.get("fileUri") or ""
+                    self.tokens.extend(synthetic_tokens(key, 258))
+                    self.segments.append(f"[media:{key[:64]}:{len(key)}]")
+                elif "functionResponse" in part:
+                    out = canon(part["functionResponse"])
+                    self.text(out)
+                    self.tool_result = out
+                else:
+                    self.text(canon(part))
+            if role == "user" and texts:
+                self.question, self.tool_result = " ".join(texts), None
+        return self
+
+
+class GeminiEmulator:
+    vendor = "gemini"
+
+    def __init__(self, state: EmulatorState, faults: FaultController) -> None:
+        self.state, self.faults = state, faults
+        self.caches = CachedContentStore(state.clock)
+        self.implicit = ImplicitCache(state.clock)
+
+    def key_of(self, request: Request) -> str:
+        key = request.headers.get("x-goog-api-key") or request.query_params.get("key")
+        if not key:
+            raise _err(403, "Method doesn't allow unregistered callers (callers without established identity). "
+                       "Please use API Key or other form of API consumer identity to call this API.")
+        if self.state.valid_keys is not None and key not in self.state.valid_keys:
+            raise _err(400, "API key not valid. Please pass a valid API key.")
+        return key
+
+    async def _begin(self, request: Request, endpoint: str, json_body: bool = True) -> Call:
+        return await begin(request, self.state, self.faults, emulator="gemini", endpoint=f"gemini.{endpoint}",
+                           vendor="gemini", key_of=self.key_of, json_body=json_body)
+
+    # -- models ---------------------------------------------------------------------------------------
+    async def model_call(self, request: Request) -> EmulatorResponse:
+        rest = request.path_params["rest"]
+        model, _, method = rest.rpartition(":")
+        if method == "generateContent":
+            return await self.generate(request, model, stream=False)
+        if method == "streamGenerateContent":
+            return await self.generate(request, model, stream=True)
+        if method == "countTokens":
+            call = await self._begin(request, "countTokens")
+            body = _body(call, CountTokensRequest)
+            inner = body.get("generateContentRequest") or body
+            prompt = GeminiPrompt().extend(inner)
+            return json_response({"totalTokens": len(prompt.tokens)}, fault=call.fault)
+        call = await self._begin(request, "model_call")
+        raise _err(404, f"Method {method!r} not found for models/{model}.", "NOT_FOUND")
+
+    async def list_models(self, request: Request) -> EmulatorResponse:
+        call = await self._begin(request, "models", json_body=False)
+        return json_response({"models": [_model_resource(m) for m in GEMINI_MODELS]}, fault=call.fault)
+
+    async def get_model(self, request: Request, model: str) -> EmulatorResponse:
+        call = await self._begin(request, "models", json_body=False)
+        if not model.startswith("gemini-"):
+            raise _err(404, f"models/{model} is not found for API version, or is not supported.", "NOT_FOUND")
+        return json_response(_model_resource(model), fault=call.fault)
+
+    async def generate(self, request: Request, model: str, *, stream: bool) -> EmulatorResponse:
+        call = await self._begin(request, "streamGenerateContent" if stream else "generateContent")
+        body = _body(call, GenerateContentRequest)
+        model = model.removeprefix("models/")
+        if not model.startswith("gemini-"):
+            raise _err(404, f"models/{model} is not found for API version {request.path_params['version']}, or is "
+                       "not supported for generateContent.", "NOT_FOUND")
+        if not body.get("contents"):
+            raise _err(400, "* GenerateContentRequest.contents: contents is not specified\n")
+        cached_tokens = 0
+        prompt = GeminiPrompt()
+        name = body.get("cachedContent")
+        if name:
+            if any(body.get(k) for k in ("systemInstruction", "tools", "toolConfig")):
+                raise _err(400, "CachedContent can not be used with GenerateContent request setting "
+                           "system_instruction, tools or tool_config.\n\nProposed fix: move those values to "
+                           "CachedContent from GenerateContent request.")
+            rec = self.caches.get(_cache_name(name), call.api_key)
+            if rec is None:
+                raise _err(403, NOT_FOUND)
+            if rec.model != f"models/{model}":
+                raise _err(400, f"Model used by GenerateContent request (models/{model}) and CachedContent "
+                           f"({rec.model}) has to be the same.")
+            prompt.tokens, prompt.segments, prompt.question = list(rec.tokens), list(rec.segments), rec.question
+            cached_tokens = len(rec.tokens)
+        prompt.extend(body)
+        implicit = not name and gemini_implicit_caching(model)
+        if implicit:
+            cached_tokens = self.implicit.lookup((call.api_key, model), prompt.tokens, gemini_min_cache(model))
+        cfg = body.get("generationConfig") or {}
+        thinking = cfg.get("thinkingConfig") or {}
+        mode = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode", "AUTO")
+        allowed = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("allowedFunctionNames")
+        choice = {"NONE": "none", "ANY": (allowed[0] if allowed and len(allowed) == 1 else "any")}.get(mode, "auto")
+        g = generate(model=model, conversation_key="\x1e".join(prompt.segments), question=prompt.question,
+                     target_tokens=call.target_tokens, max_tokens=cfg.get("maxOutputTokens"),
+                     stop=list(cfg.get("stopSequences") or []), tools=prompt.tools, tool_choice=choice,
+                     tool_result=prompt.tool_result,
+                     json_schema=cfg.get("responseSchema") or cfg.get("responseJsonSchema"),
+                     reasoning_tokens=gemini_thinking_tokens(model, thinking.get("thinkingBudget")))
+        n_in = len(prompt.tokens)
+        usage = _usage(n_in, cached_tokens, g)
+        rid = new_id("", 22)
+
+        def commit() -> None:
+            if implicit:
+                self.implicit.remember((call.api_key, model), prompt.tokens)
+
+        ttft = call.latency.ttft(n_in - cached_tokens, cached_tokens)
+        if stream:
+            chunks = self._chunks(model, rid, g, usage, ttft, commit, call)
+            if request.query_params.get("alt") != "sse":  # without alt=sse the API streams one JSON array
+                parts = [c async for c in chunks]
+                return EmulatorResponse(body=b"[" + b",".join(p[6:-4] for p in parts) + b"]", fault=call.fault)
+            return EmulatorResponse(chunks=chunks, fault=call.fault)
+        await pause(ttft)
+        commit()
+        await pause(call.latency.decode(g.output_tokens))
+        return json_response(_response(model, rid, g, _parts(g), FINISH[g.finish], usage), fault=call.fault)
+
+    async def _chunks(self, model: str, rid: str, g: Generated, usage: dict[str, Any], ttft: float, commit: Any,
+                      call: Call) -> AsyncIterator[bytes]:
+        import orjson
+
+        def frame(obj: Any) -> bytes:
+            return b"data: " + orjson.dumps(obj) + b"\r\n\r\n"
+
+        error_after = call.fault.stream_error_after if call.fault else None
+        await pause(ttft)
+        commit()
+        pieces = get_tokenizer().pieces(g.tokens)
+        groups = ["".join(pieces[i:i + 8]) for i in range(0, len(pieces), 8)] or [""]
+        partial = {"promptTokenCount": usage["promptTokenCount"], "totalTokenCount": usage["promptTokenCount"]}
+        for n, text in enumerate(groups):
+            if error_after is not None and n >= error_after:
+                yield frame({"error": {"code": 503, "message": "The model is overloaded. Please try again later.",
+                                       "status": "UNAVAILABLE"}})
+                return
+            if n:
+                await pause(call.latency.inter_token_s * 8)
+            last = n == len(groups) - 1
+            parts = _parts(g) if (last and g.tool_calls) else [{"text": text}]
+            yield frame(_response(model, rid, g, parts, FINISH[g.finish] if last else None,
+                                  usage if last else partial))
+
+    # -- cachedContents -------------------------------------------------------------------------------
+    async def create_cache(self, request: Request) -> EmulatorResponse:
+        call = await self._begin(request, "cachedContents.create")
+        body = _body(call, CachedContent)
+        model = body.get("model")
+        if not model:
+            raise _err(400, "* CreateCachedContentRequest.cached_content.model: model is required\n")
+        model = model if model.startswith("models/") else f"models/{model}"
+        prompt = GeminiPrompt().extend(body)
+        minimum = gemini_min_cache(model.removeprefix("models/"))
+        if len(prompt.tokens) < minimum:
+            raise _err(400, f"Cached content is too small. total_token_count={len(prompt.tokens)}, "
+                       f"min_total_token_count={minimum}")
+        now = self.state.clock.now()
+        try:
+            expire = _expiry(body, now) or now + 3600.0  # "If not set, the TTL defaults to 1 hour"
+        except ValueError as e:
+            raise _err(400, str(e)) from None
+        rec = CachedContentRecord(self.caches.new_name(call.api_key), call.api_key, model,
+                                  body.get("displayName") or "", now, now, expire, prompt.tokens, prompt.segments,
+                                  prompt.question, bool(body.get("systemInstruction")))
+        self.caches.add(rec)
+        return json_response(rec.resource(), fault=call.fault)
+
+    async def cache_item(self, request: Request) -> EmulatorResponse:
+        method = request.method
+        call = await self._begin(request, f"cachedContents.{method.lower()}", json_body=method == "PATCH")
+        name = "cachedContents/" + request.path_params["cache_id"]
+        rec = self.caches.get(name, call.api_key)
+        if rec is None:
+            raise _err(403, NOT_FOUND)
+        if method == "DELETE":
+            self.caches.delete(name)
+            return json_response({}, fault=call.fault)
+        if method == "PATCH":
+            now = self.state.clock.now()
+            try:
+                expire = _expiry(_body(call, CachedContent), now)
+            except ValueError as e:
+                raise _err(400, str(e)) from None
+            if expire is None:
+                raise _err(400, "Only expiration (ttl or expire_time) can be updated in a CachedContent.")
+            rec.expire_time, rec.update_time = expire, now
+        return json_response(rec.resource(), fault=call.fault)
+
+    async def list_caches(self, request: Request) -> EmulatorResponse:
+        call = await self._begin(request, "cachedContents.list", json_body=False)
+        records = self.caches.list(call.api_key)
+        try:
+            size = int(request.query_params.get("pageSize") or 50)
+            start = int(request.query_params.get("pageToken") or 0)
+        except ValueError:
+            raise _err(400, "Invalid pageSize or pageToken.") from None
+        size, start = size if size > 0 else 50, max(start, 0)  # pageSize <= 0: the default, as the API does
+        page = records[start:start + size]
+        out: dict[str, Any] = {}
+        if page:
+            out["cachedContents"] = [r.resource() for r in page]
+        if start + size < len(records):
+            out["nextPageToken"] = str(start + size)
+        return json_response(out, fault=call.fault)
+
+
+def _cache_name(name: str) -> str:
+    return name if name.startswith("cachedContents/") else f"cachedContents/{name}"
+
+
+def _expiry(body: dict[str, Any], now: float) -> float | None:
+    if body.get("ttl") is not None and body.get("expireTime") is not None:
+        raise ValueError("Only one of ttl and expire_time may be set.")
+    if body.get("ttl") is not None:
+        expire = now + parse_duration(body["ttl"])
+    elif body.get("expireTime") is not None:
+        expire = parse_rfc3339(body["expireTime"])
+    else:
+        return None
+    if not 0 <= expire <= LATEST:
+        raise ValueError("expire_time is out of range.")
+    return expire
+
+
+def _parts(g: Generated) -> list[dict[str, Any]]:
+    if g.tool_calls:
+        return [{"functionCall": {"name": c.name, "args": c.arguments}} for c in g.tool_calls]
+    return [{"text": g.text}]
+
+
+def _usage(n_in: int, cached: int, g: Generated) -> dict[str, Any]:
+    candidates = g.output_tokens - g.reasoning_tokens
+    usage: dict[str, Any] = {"promptTokenCount": n_in, "candidatesTokenCount": candidates,
+                             "totalTokenCount": n_in + candidates + g.reasoning_tokens,
+                             "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n_in}]}
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached}]
+    if g.reasoning_tokens:
+        usage["thoughtsTokenCount"] = g.reasoning_tokens
+    return usage
+
+
+def _response(model: str, rid: str, g: Generated, parts: list[dict[str, Any]], finish: str | None,
+              usage: dict[str, Any]) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": rid}
+
+
+def _model_resource(model: str) -> dict[str, Any]:
+    return {"name": f"models/{model}", "version": "001", "displayName": model, "inputTokenLimit": 1048576,
+            "outputTokenLimit": 65536, "supportedGenerationMethods": ["generateContent", "countTokens",
+                                                                      "createCachedContent"]}

@@ -1,0 +1,58 @@
+"""deepseek dialect: prompt_tokens = prompt_cache_hit_tokens + prompt_cache_miss_tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.accounting.normalize import dialect_for, normalize, sniff_dialect
+from gateway.config import Settings
+
+# The shape DeepSeek's API reference documents for chat completion usage.
+REASONER = {"prompt_tokens": 1500, "completion_tokens": 900, "total_tokens": 2400,
+            "prompt_cache_hit_tokens": 1280, "prompt_cache_miss_tokens": 220,
+            "completion_tokens_details": {"reasoning_tokens": 700}}
+# Newer bodies also carry OpenAI's cached_tokens with the same number: it must not be added twice.
+BOTH = {**REASONER, "prompt_tokens_details": {"cached_tokens": 1280}}
+
+
+def test_hits_inside_prompt_tokens() -> None:
+    u = normalize("deepseek", REASONER)
+    assert (u.input_tokens, u.cached_input_tokens, u.uncached_input_tokens) == (1500, 1280, 220)
+    assert u.cache_creation_input_tokens == 0  # misses build the cache at no premium
+    assert (u.output_tokens, u.reasoning_tokens, u.total_tokens) == (900, 700, 2400)
+
+
+def test_openai_field_alongside_is_not_double_counted() -> None:
+    assert normalize("deepseek", BOTH) == normalize("deepseek", REASONER)
+
+
+def test_prompt_tokens_missing_uses_hit_plus_miss() -> None:
+    u = normalize("deepseek", {"prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36, "completion_tokens": 5})
+    assert (u.input_tokens, u.cached_input_tokens, u.total_tokens) == (100, 64, 105)
+
+
+def test_only_openai_fields() -> None:
+    u = normalize("deepseek", {"prompt_tokens": 10, "completion_tokens": 2,
+                               "prompt_tokens_details": {"cached_tokens": 4}})
+    assert (u.input_tokens, u.cached_input_tokens) == (10, 4)
+
+
+def test_dialect_for_providers() -> None:
+    settings = Settings.load(env={}, upstreams=[
+        {"name": "kimi", "base_url": "http://k/v1", "models": ["kimi-*"], "usage_dialect": "deepseek"},
+        {"name": "qwen", "base_url": "http://q/v1", "models": ["qwen-*"]},
+    ])
+    assert dialect_for("deepseek", "openai_chat", settings) == "deepseek"
+    assert dialect_for("kimi", "openai_chat", settings) == "deepseek"
+    assert dialect_for("qwen", "openai_chat", settings) == "openai_chat"
+    assert dialect_for("vllm", "openai_chat", settings) == "openai_chat"
+    assert dialect_for("openai", "openai_responses", settings) == "openai_responses"
+    assert dialect_for("anthropic", "anthropic_messages", settings) == "anthropic"
+    assert dialect_for("gemini", "gemini", settings) == "gemini"
+    assert dialect_for("anthropic", None) == "anthropic"
+
+
+def test_sniffed_and_unknown_dialect() -> None:
+    assert sniff_dialect(REASONER) == "deepseek"
+    with pytest.raises(ValueError):
+        normalize("cohere", REASONER)
