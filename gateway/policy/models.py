@@ -161,6 +161,14 @@ class ProviderCachePolicy(_Strict):
     anthropic: AnthropicCachePolicy = AnthropicCachePolicy()
     gemini: GeminiCachePolicy = GeminiCachePolicy()
     openai: OpenAICachePolicy = OpenAICachePolicy()
+    learn: bool = Field(
+        True, description="Decide cache writes from what the vendors reported for earlier writes of the same "
+                          "prompt template (stop writing a prefix whose writes are never read back); false: "
+                          "decide from the priors alone.")
+    vendor_diagnostics: bool = Field(
+        False, description="Ask the vendor why a prompt missed its cache where it can say (Anthropic cache "
+                           "diagnostics, OpenAI prompt_cache_diagnostics) and record its answer beside the "
+                           "gateway's own.")
 
 
 class TenantPolicy(_Strict):

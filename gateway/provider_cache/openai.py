@@ -12,7 +12,9 @@ session of a tenant, and never a key that mixes templates.
 the value. GPT-5.6 and later charge 1.25× for writes and take `prompt_cache_breakpoint` markers:
 those models get markers at the end of the system messages and at the end of the stable
 conversation, as for Anthropic, when the break-even says the write pays (at most 3 new explicit
-ones in the default implicit mode, 4 in explicit mode, counting the client's).
+ones in the default implicit mode, 4 in explicit mode, counting the client's). Those models also
+write at the latest message by themselves in implicit mode: a family whose writes are never read
+back (outcomes.py) is sent in explicit mode without breakpoints, which writes nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import orjson
 
 from gateway.accounting.breakeven import decide, expected_reuses_keepalive
+from gateway.provider_cache.outcomes import Evidence
 from gateway.provider_cache.stats import PrefixStats
 from gateway.provider_cache.tables import CachePrices, gpt_breakpoints, openai_retentions
 from gateway.provider_cache.tokens import TokenCounter
@@ -105,9 +108,18 @@ def _count_markers(turns: list[Any]) -> int:
     return n
 
 
+def stop_writing(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """GPT-5.6+ in explicit mode with no breakpoint: "the request does not use prompt caching or incur
+    cache-write charges". Left alone when the client chose its own options or breakpoints."""
+    turns = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    if body.get("prompt_cache_options") is not None or (isinstance(turns, list) and _count_markers(turns)):
+        return body, {"decision": "skip_client_options"}
+    return {**body, "prompt_cache_options": {"mode": "explicit"}}, {"decision": "skip_unread", "markers": []}
+
+
 def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_end: int, prices: CachePrices,
-                      template: PrefixStats, conversation: PrefixStats, counter: TokenCounter
-                      ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                      template: PrefixStats, conversation: PrefixStats, counter: TokenCounter,
+                      evidence: Evidence | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Markers for GPT-5.6+ (None: not such a model). `stable_end` counts turns before the tail."""
     if not gpt_breakpoints(model):
         return body, None
@@ -143,7 +155,8 @@ def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_en
         if ends[i] < MIN_TOKENS:
             rec["skipped"].append({"at": name, "reason": "under minimum", "tokens": ends[i]})
             continue
-        d = decide(prices.write, prices.read, prices.input,
+        observed = evidence.observed_reuses("short") if evidence is not None else None
+        d = decide(prices.write, prices.read, prices.input, observed if observed is not None else
                    expected_reuses_keepalive(stats.count, stats.interval_s, BREAKPOINT_TTL_S, 1.0))
         if not d.cache:
             rec["skipped"].append({"at": name, "reason": "break-even", "breakeven": d.as_record()})
