@@ -234,7 +234,6 @@ class BreakStore:
         self.store = store
         self.ttl_s = ttl_s
         self.timeout_s = timeout_s
-        self._tasks: set[asyncio.Task[None]] = set()
 
     async def find(self, tenant: str, session: str | None, template: str | None, blocks: Blocks) -> Previous | None:
         """The conversation's previous request (None: none, or the store did not answer in time)."""
@@ -259,13 +258,9 @@ class BreakStore:
             return None
         return await self.store.get(request_key(tenant, deepest.decode()))
 
-    def save(self, tenant: str, session: str | None, template: str | None, blocks: Blocks, prev: Previous) -> None:
-        task = asyncio.get_running_loop().create_task(self._save(tenant, session, template, blocks, prev))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _save(self, tenant: str, session: str | None, template: str | None, blocks: Blocks,
-                    prev: Previous) -> None:
+    async def save(self, tenant: str, session: str | None, template: str | None, blocks: Blocks,
+                   prev: Previous) -> None:
+        """Keep `prev` for the next request (from the stage's `after()`, off the request path)."""
         raw = prev.dumps()
         try:
             if session:
@@ -279,7 +274,3 @@ class BreakStore:
                                        for i in checkpoints(len(blocks.hashes))))
         except StoreUnavailable:
             pass
-
-    async def drain(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -64,9 +64,6 @@ class PrefixExplainStage(Stage):
         self.breaks = BreakStore(store, ttl, float(getattr(settings, "store_timeout", 0.1) or 0.1))
         self.book = prices
 
-    async def stop(self) -> None:
-        await self.breaks.drain()
-
     def _book(self) -> Any:
         if self.book is not None:
             return self.book
@@ -137,4 +134,4 @@ class PrefixExplainStage(Stage):
         body = ctx.upstream_body
         previous = to_previous(ctx.request_id, check.blocks, usage.input_tokens, self._detector(ctx),
                                tools_set(body), vendor_id if isinstance(vendor_id, str) else None)
-        self.breaks.save(ctx.tenant, ctx.session, self._template(ctx), check.blocks, previous)
+        await self.breaks.save(ctx.tenant, ctx.session, self._template(ctx), check.blocks, previous)

@@ -16,14 +16,15 @@ The rule that keeps a cache from costing more than no cache:
   in a row sent with cache markers (`probe`, then `probe2`): a vendor reads only at a marker, so the
   second is the one that can show the first one's write being read.
 
-So in any window of n requests a family makes at most UNREAD_LIMIT + 2·⌈log₂(1 + n / PROBE_START)⌉
-writes that nobody reads (plus one per request in flight before the first outcomes arrive); each
-costs at most (W − B)·P over sending the prefix plain (`probe_bound`). Writes that are read pay for
+So in n requests a family makes at most `max_unread_writes(n)` writes that nobody reads: 2, then
+two per probe — 3 in 11 requests, 6 in 30, 8 in 100, about 2 + 2·log₂(n/8) — plus one per request
+in flight before the first outcomes arrive. Each costs at most (W − B)·P over sending the prefix
+plain (`probe_bound`). Writes that are read pay for
 themselves at the TTL the break-even chose. docs/provider-caches.md states the guarantee.
 
 One small hash per family in the shared store (7-day TTL); read together with the re-use statistics
-on the request path (bounded by the store timeout, fail-open to the prior); written in the
-background from the response's usage.
+on the request path (bounded by the store timeout, fail-open to the prior); written by the stage's
+`after()`, off the request path, from the response's usage.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -92,8 +92,16 @@ NONE = Evidence()
 
 
 def max_unread_writes(n: int) -> int:
-    """The most writes nobody reads that a family makes in n requests (see the module doc)."""
-    return UNREAD_LIMIT + 2 * math.ceil(math.log2(1 + max(0, n) / PROBE_START))
+    """The most writes nobody reads that a family makes in n requests: UNREAD_LIMIT, then two per
+    probe, the k-th probe coming after PROBE_START·(2^k − 1) skipped requests (about log₂(n/8))."""
+    writes, used, k = min(n, UNREAD_LIMIT), UNREAD_LIMIT, 0
+    while True:
+        used += PROBE_START * 2 ** min(k, MAX_BACKOFF)
+        if used >= n:
+            return writes
+        writes += min(2, n - used)
+        used += 2
+        k += 1
 
 
 def probe_bound(n: int, premium_per_write: float) -> float:
@@ -135,7 +143,6 @@ class OutcomeStore:
     def __init__(self, store: KVStore, timeout_s: float = 0.1) -> None:
         self.store = store
         self.timeout_s = timeout_s
-        self._tasks: set[asyncio.Task[None]] = set()
 
     async def read(self, key: str) -> Evidence:
         try:
@@ -145,12 +152,8 @@ class OutcomeStore:
             log.debug("cache outcomes unavailable", extra={"error": repr(exc)})
             return NONE
 
-    def record(self, key: str, outcome: Outcome) -> None:
-        task = asyncio.get_running_loop().create_task(self._record(key, outcome))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _record(self, key: str, o: Outcome) -> None:
+    async def record(self, key: str, o: Outcome) -> None:
+        """Add one outcome (called from the stage's `after()`, which already runs off the request path)."""
         inc: dict[str, float] = {}
         reset: dict[str, str | int] = {}
         suffix = "s" if o.kind == "short" else "l"
@@ -180,7 +183,3 @@ class OutcomeStore:
                 await self.store.expire(key, OUTCOME_TTL)
         except StoreUnavailable:
             pass
-
-    async def drain(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -97,7 +97,6 @@ class ProviderCacheStage(Stage):
 
     async def stop(self) -> None:
         await self.stats.drain()
-        await self.outcomes.drain()
         if self._own_clients:
             await self.clients.close()
 
@@ -331,7 +330,7 @@ class ProviderCacheStage(Stage):
             outcome = Outcome(usage.cache_creation_input_tokens > 0, usage.cached_input_tokens > 0,
                               "long" if usage.cache_write_long_tokens else kind, gate,
                               usage.cache_creation_input_tokens, usage.cached_input_tokens)
-        self.outcomes.record(state["outcome_key"], outcome)
+        await self.outcomes.record(state["outcome_key"], outcome)
 
     def _use_gemini(self, ctx: RequestContext, prefix: gemini.Prefix, handle: dict[str, Any]) -> None:
         state = ctx.scratch.setdefault(SCRATCH, {})
