@@ -19,6 +19,7 @@ the input price less the cache-read price.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import logging
 import zlib
@@ -29,7 +30,7 @@ import orjson
 
 from gateway.accounting.normalize import NormalizedUsage, dialect_for, normalize
 from gateway.provider_cache.family import mask
-from gateway.provider_cache.prefix import PARTS, Blocks, common_pieces
+from gateway.provider_cache.prefix import PARTS, Blocks, common_pieces, dump, turn_layout
 from gateway.provider_cache.tables import gemini_implicit
 from gateway.rewrite.detect import VolatileDetector
 from gateway.stores.base import KVStore, StoreUnavailable
@@ -85,8 +86,11 @@ class Previous:
     hashes: list[int]
     ends: list[int]
     parts: list[int]
-    turns: list[int]
-    masked: dict[int, int] = field(default_factory=dict)  # piece index -> crc with volatile values masked
+    turn_ends: list[int] = field(default_factory=list)  # byte offset where each turn ends
+    turn_crcs: list[int] = field(default_factory=list)  # crc32 of each turn
+    turn_index: list[int] = field(default_factory=list)  # each turn's index in the body's turn list
+    masked: dict[int, int] = field(default_factory=dict)  # template piece index -> crc with volatile values masked
+    masked_turns: list[int] = field(default_factory=list)  # the first turns' crcs with volatile values masked
     tools_set: int | None = None  # crc of the tools in name order (a reorder keeps it)
     vendor_id: str | None = None
 
@@ -102,16 +106,17 @@ class Previous:
 
     def dumps(self) -> bytes:
         return orjson.dumps({"id": self.request_id, "m": self.model, "t": self.tokens, "h": self.hashes,
-                             "e": self.ends, "p": self.parts, "u": self.turns,
-                             "k": [[i, c] for i, c in self.masked.items()], "ts": self.tools_set,
-                             "v": self.vendor_id})
+                             "e": self.ends, "p": self.parts, "te": self.turn_ends, "tc": self.turn_crcs,
+                             "ti": self.turn_index, "k": [[i, c] for i, c in self.masked.items()],
+                             "kt": self.masked_turns, "ts": self.tools_set, "v": self.vendor_id})
 
     @classmethod
     def loads(cls, raw: bytes) -> Previous | None:
         try:
             d = orjson.loads(raw)
             return cls(str(d["id"]), str(d["m"]), int(d["t"]), list(d["h"]), list(d["e"]), list(d["p"]),
-                       list(d["u"]), {int(i): int(c) for i, c in d.get("k") or []}, d.get("ts"), d.get("v"))
+                       list(d["te"]), list(d["tc"]), list(d["ti"]), {int(i): int(c) for i, c in d.get("k") or []},
+                       list(d.get("kt") or []), d.get("ts"), d.get("v"))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
@@ -126,7 +131,7 @@ class PrefixCheck:
     common: int  # pieces shared with the previous request
     break_: dict[str, Any] | None
     minimum: int  # the model's minimum cacheable tokens
-    loss_rate: float  # USD per token lost: input − cache-read price
+    loss_rate: float = 0.0  # USD per token lost: input − cache-read price (set before the record is built)
     vendor: dict[str, Any] | None = None
 
     @property
@@ -139,9 +144,8 @@ class PrefixCheck:
         if (self.break_ is not None or self.previous is None or usage is None or not eligible
                 or usage.input_tokens == 0 or usage.cached_input_tokens > 0 or self.common_tokens < self.minimum):
             return None
-        lost = self.common_tokens
         return {"part": PARTS[self.previous.parts[self.common - 1]], "cause": "expired", "message_index": None,
-                "tokens_lost": lost, "cost_lost_usd": round(lost * self.loss_rate, 8)}
+                "tokens_lost": self.common_tokens}
 
     def final_break(self, ctx: RequestContext) -> dict[str, Any] | None:
         if self.break_ is not None:
@@ -154,8 +158,11 @@ class PrefixCheck:
         return brk["cause"] if brk is not None else None
 
     def record(self, ctx: RequestContext) -> dict[str, Any]:
+        brk = self.final_break(ctx)
+        if brk is not None:  # priced here, off the request path
+            brk = {**brk, "cost_lost_usd": round(brk["tokens_lost"] * self.loss_rate, 8)}
         out: dict[str, Any] = {"previous_request_id": self.previous.request_id if self.previous else None,
-                               "common_tokens": self.common_tokens, "break": self.final_break(ctx)}
+                               "common_tokens": self.common_tokens, "break": brk}
         if self.vendor is not None:
             out["vendor"] = self.vendor
         return out
@@ -184,32 +191,47 @@ def answer_usage(ctx: RequestContext) -> NormalizedUsage | None:
     return normalize(dialect_for(ctx.provider, protocol), ctx.answer.usage_raw)
 
 
-def classify(blocks: Blocks, previous: Previous, detector: VolatileDetector, minimum: int, loss_rate: float,
-             turn_offset: int, context_turn: int | None, tools_set: Any) -> tuple[int, dict[str, Any] | None]:
+def classify(blocks: Blocks, previous: Previous, detector: VolatileDetector, minimum: int, turn_offset: int,
+             context_turn: int | None, tools_set: Any) -> tuple[int, dict[str, Any] | None]:
     """(pieces in common, the break or None) of `blocks` against `previous`."""
-    common = common_pieces(blocks.hashes, previous.hashes)
+    common = common_pieces(blocks, previous.hashes, previous.ends)
     if common >= len(previous.hashes):
         return common, None  # the previous prompt is a prefix of this one: append-only
-    k = common
-    part = previous.parts[k]
-    cause = _PART_CAUSE[part]
-    turn = previous.turns[k]
-    brk: dict[str, Any] = {"part": PARTS[part], "cause": cause, "message_index": None}
+    part = previous.parts[common]
+    brk: dict[str, Any] = {"part": PARTS[part], "cause": _PART_CAUSE[part], "message_index": None}
     if part == 3:
+        turn, volatile = _first_turn_edited(blocks, previous, common, detector)
         index = turn
         if context_turn is not None and index > context_turn:
             index -= 1
         brk["message_index"] = index + turn_offset
-    if part != 0 and k in previous.masked and k < len(blocks.pieces) and \
-            masked_crc(blocks.pieces[k], detector) == previous.masked[k]:
+        if volatile:
+            brk["cause"] = "volatile_value"
+    elif part != 0 and common in previous.masked and common < len(blocks.pieces) and \
+            masked_crc(blocks.pieces[common], detector) == previous.masked[common]:
         brk["cause"] = "volatile_value"
     elif part == 1 and previous.tools_set is not None and callable(tools_set) and tools_set() == previous.tools_set:
         brk["reordered"] = True  # the same tools in another order: sorting them would have kept the prefix
     common_tokens = previous.tokens_at(common)
     lost = previous.tokens if common_tokens < minimum else previous.tokens - common_tokens
     brk["tokens_lost"] = max(0, lost)
-    brk["cost_lost_usd"] = round(max(0, lost) * loss_rate, 8)
     return common, brk
+
+
+def _first_turn_edited(blocks: Blocks, previous: Previous, piece: int, detector: VolatileDetector
+                       ) -> tuple[int, bool]:
+    """The body index of the first previous turn this request changed or removed (the comparison
+    stopped at `piece`, inside the conversation), and whether it differs only in volatile values."""
+    start = previous.ends[piece - 1] if piece > 0 else 0
+    j = bisect.bisect_right(previous.turn_ends, start)  # turns ending before the piece are unchanged
+    _, crcs = turn_layout(blocks, j + 64)  # a stop inside a piece lies within its few turns
+    while j < len(previous.turn_crcs) and j < len(crcs) and crcs[j] == previous.turn_crcs[j]:
+        j += 1
+    if j >= len(previous.turn_index):
+        return (previous.turn_index[-1] if previous.turn_index else 0), False
+    volatile = j < len(previous.masked_turns) and j < len(blocks.turns) and \
+        masked_crc(dump(blocks.turns[j]), detector) == previous.masked_turns[j]
+    return previous.turn_index[j], volatile
 
 
 def _model_of(blocks: Blocks) -> str:
@@ -220,11 +242,12 @@ def to_previous(request_id: str, blocks: Blocks, tokens: int, detector: Volatile
                 tools_set: int | None, vendor_id: str | None) -> Previous:
     """What the next request of the conversation compares with; masked hashes for the template
     parts and the first turns (where volatile values sit)."""
-    masked = {i: masked_crc(blocks.pieces[i], detector)
-              for i, (part, turn) in enumerate(zip(blocks.parts, blocks.turns, strict=True))
-              if part in (1, 2) or (part == 3 and turn < MASKED_TURNS)}
+    masked = {i: masked_crc(blocks.pieces[i], detector) for i, part in enumerate(blocks.parts) if part in (1, 2)}
+    ends, crcs = turn_layout(blocks)
+    masked_turns = [masked_crc(dump(t), detector) for t in blocks.turns[:MASKED_TURNS]]
     return Previous(request_id, _model_of(blocks), tokens, list(blocks.hashes), list(blocks.ends),
-                    list(blocks.parts), list(blocks.turns), masked, tools_set, vendor_id)
+                    list(blocks.parts), ends, crcs, list(blocks.turn_index), masked, masked_turns, tools_set,
+                    vendor_id)
 
 
 class BreakStore:

@@ -90,15 +90,12 @@ class PrefixExplainStage(Stage):
         context_turn = lay.context_index if isinstance(lay, Layout) else None
         blocks = render(protocol, ctx.model, body, skip_turn=context_turn)
         previous = await self.breaks.find(ctx.tenant, ctx.session, self._template(ctx), blocks)
-        vendor = ctx.upstream_adapter.vendor
-        minimum = min_tokens(vendor, ctx.model)
-        prices = prices_for(ctx.provider, vendor, ctx.model, self._book())
-        loss_rate = max(0.0, prices.input - prices.read)
+        minimum = min_tokens(ctx.upstream_adapter.vendor, ctx.model)
         common, brk = 0, None
         if previous is not None:
-            common, brk = classify(blocks, previous, self._detector(ctx), minimum, loss_rate, _turn_offset(ctx),
-                                   context_turn, lambda: tools_set(body))
-        ctx.prefix = PrefixCheck(blocks, previous, common, brk, minimum, loss_rate)
+            common, brk = classify(blocks, previous, self._detector(ctx), minimum, _turn_offset(ctx), context_turn,
+                                   lambda: tools_set(body))
+        ctx.prefix = PrefixCheck(blocks, previous, common, brk, minimum)
         if ctx.policy.provider_cache.vendor_diagnostics:
             self._ask_vendor(ctx, protocol, previous.vendor_id if previous is not None else None)
         return None
@@ -126,6 +123,9 @@ class PrefixExplainStage(Stage):
         vendor = extra.get("cache_diagnostics") or extra.get("prompt_cache_diagnostics")
         if isinstance(vendor, dict):
             check.vendor = {"source": ctx.provider, **vendor}
+        prices = prices_for(ctx.provider, ctx.upstream_adapter.vendor if ctx.upstream_adapter else ctx.provider,
+                            ctx.model, self._book())
+        check.loss_rate = max(0.0, prices.input - prices.read)
         ctx.record["prefix"] = check.record(ctx)
         usage = answer_usage(ctx)
         if usage is None or usage.input_tokens <= 0:

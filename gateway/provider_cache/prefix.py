@@ -6,14 +6,16 @@ per request; comparing chained block hashes (as vLLM keys its KV blocks) costs o
 checksum and a walk over a few dozen integers.
 
 The prompt is rendered in the order the vendors cache it — the model, the tools (and the
-structured-output schema), the system/developer instructions, then the conversation turns one by
-one — each part serialized to JSON with the cache hints removed (`cache_control`,
-`prompt_cache_breakpoint`: markers move between requests without changing the prompt). Each part is
-cut into pieces of about PIECE bytes at a content boundary (a newline, escaped or not, a sentence
-end, a comma), so an edit that changes a value's length moves no later boundary of its piece, and the
-chain `h_k = crc32(piece_k, h_{k−1})` names the whole prefix up to each piece. Tokens are never
-counted here: the vendor reports the prompt's tokens, and a prefix of b bytes is b × (tokens ÷
-bytes) of them (`breaks.py`).
+structured-output schema), the system/developer instructions, then the conversation turns — each
+part serialized to JSON once, without the cache hints (`cache_control`, `prompt_cache_breakpoint`:
+markers move between requests without changing the prompt). The tools
+and instructions are cut into pieces of about PIECE bytes at a content boundary (a newline, a
+sentence end, a comma), so an edit that changes a value's length moves no later boundary of its
+piece and the piece can be compared with its volatile values masked; the turns are cut into fixed
+pieces of TURN_PIECE bytes, and which turn a piece falls in is worked out only when a comparison
+stops in one (`turn_layout`). The chain `h_k = crc32(piece_k, h_{k−1})` names the whole prefix up to
+each piece. Tokens are never counted here: the vendor reports the prompt's tokens, and a prefix of
+b bytes is b × (tokens ÷ bytes) of them (`breaks.py`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from typing import Any
 
 import orjson
 
-PIECE = 2048  # bytes: ~500 tokens; vendors cache at block granularity anyway (OpenAI 128, Anthropic a block)
+PIECE = 4096  # bytes (~1k tokens) in the template parts; vendors cache at block granularity anyway
+TURN_PIECE = 16384  # bytes in the conversation (the turn a comparison stops in is found separately)
 _DELIMITERS = (b"\n", b"\\n", b". ", b",")
-_HINTS = (b"cache_control", b"prompt_cache_breakpoint")
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 PARTS = ("model", "tools", "system", "messages")
 
@@ -34,109 +36,155 @@ PARTS = ("model", "tools", "system", "messages")
 @dataclass(slots=True)
 class Blocks:
     parts: list[int] = field(default_factory=list)  # index into PARTS, per piece
-    turns: list[int] = field(default_factory=list)  # the piece's turn index in the body's turns (-1: not a turn)
     ends: list[int] = field(default_factory=list)  # bytes of the prompt up to the end of each piece
     hashes: list[int] = field(default_factory=list)  # chained crc32 up to the end of each piece
     pieces: list[bytes] = field(default_factory=list)  # kept for the request's own lifetime, never stored
-    turn_count: int = 0
+    turns: list[Any] = field(default_factory=list)  # the conversation turns, in the chain's order
+    turn_index: list[int] = field(default_factory=list)  # each one's index in the body's turn list
+    turns_start: int = 0  # byte offset where the conversation starts
 
     @property
     def size(self) -> int:
         return self.ends[-1] if self.ends else 0
 
 
+_HINT_KEYS = ("cache_control", "prompt_cache_breakpoint")
+
+
 def _strip(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in ("cache_control", "prompt_cache_breakpoint")}
+        return {k: _strip(v) for k, v in obj.items() if k not in _HINT_KEYS}
     if isinstance(obj, list):
         return [_strip(v) for v in obj]
     return obj
 
 
-def _dump(obj: Any) -> bytes:
-    raw = orjson.dumps(obj)
-    if any(h in raw for h in _HINTS):  # rare: re-serialize without the hints
-        raw = orjson.dumps(_strip(obj))
-    return raw
+def _marked(item: Any) -> bool:
+    """Whether an item carries a cache hint where the vendors take one: on itself (a tool, a system
+    block) or on one of its content parts (a turn's blocks)."""
+    if not isinstance(item, dict):
+        return False
+    if "cache_control" in item or "prompt_cache_breakpoint" in item:
+        return True
+    content = item.get("content")
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and ("cache_control" in part or "prompt_cache_breakpoint" in part):
+                return True
+    return False
 
 
-def _add(out: Blocks, part: int, turn: int, raw: bytes) -> None:
+def clean(value: Any) -> Any:
+    """`value` without cache hints (the same object when it has none: the common case costs a walk over
+    the items, never a copy or a scan of the serialized bytes)."""
+    if isinstance(value, list):
+        if any(_marked(v) for v in value):
+            return [_strip(v) if _marked(v) else v for v in value]
+        return value
+    return _strip(value) if _marked(value) else value
+
+
+def dump(value: Any) -> bytes:
+    """JSON bytes of a value without the cache hints (only what a vendor's cache key sees)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return orjson.dumps(clean(value))
+
+
+def _cut(raw: bytes, start: int) -> int:
+    """End of the piece that starts at `start`: the first boundary after PIECE bytes."""
+    if len(raw) - start <= 2 * PIECE:
+        return len(raw)
+    for d in _DELIMITERS:
+        stop = raw.find(d, start + PIECE, start + 2 * PIECE)
+        if stop >= 0:
+            return stop + len(d)
+    return start + 2 * PIECE
+
+
+def _add(out: Blocks, part: int, raw: bytes) -> None:
+    if not raw:
+        return
     h = out.hashes[-1] if out.hashes else 0
     end = out.ends[-1] if out.ends else 0
     start, n = 0, len(raw)
+    fixed = part == 3
     while start < n:
-        stop = n
-        if n - start > 2 * PIECE:
-            stop = -1
-            for d in _DELIMITERS:
-                stop = raw.find(d, start + PIECE, start + 2 * PIECE)
-                if stop >= 0:
-                    stop += len(d)
-                    break
-            if stop < 0:
-                stop = start + 2 * PIECE
+        stop = min(n, start + TURN_PIECE) if fixed else _cut(raw, start)
         piece = raw[start:stop]
         h = zlib.crc32(piece, h)
-        end += len(piece)
+        end += stop - start
         out.parts.append(part)
-        out.turns.append(turn)
         out.ends.append(end)
         out.hashes.append(h)
         out.pieces.append(piece)
         start = stop
 
 
-def _segments(protocol: str, model: str, body: dict[str, Any], skip_turn: int | None
-              ) -> tuple[list[tuple[int, int, Any]], int]:
-    """(part, turn index, value) in cache order, and the number of turns."""
-    segs: list[tuple[int, int, Any]] = [(0, -1, model)]
-    turns: Any
+def _layout(protocol: str, body: dict[str, Any]) -> tuple[list[Any], list[Any], Any]:
+    """(tools parts, system parts, turns) of a native body."""
     if protocol == "anthropic_messages":
-        tools: list[Any] = [body.get("tools")]
-        system: list[Any] = [body.get("system")]
-        turns = body.get("messages")
-    elif protocol == "gemini":
-        tools = [body.get("tools"), body.get("toolConfig")]
-        system = [body.get("systemInstruction"), body.get("cachedContent")]
-        turns = body.get("contents")
-    elif protocol == "openai_responses":
+        return [body.get("tools")], [body.get("system")], body.get("messages")
+    if protocol == "gemini":
+        return ([body.get("tools"), body.get("toolConfig")], [body.get("systemInstruction"), body.get("cachedContent")],
+                body.get("contents"))
+    if protocol == "openai_responses":
         text = body.get("text") if isinstance(body.get("text"), dict) else {}
-        tools = [body.get("tools"), text.get("format")]
-        system = [body.get("instructions")]
         turns = body.get("input")
-        if isinstance(turns, str):
-            turns = [{"role": "user", "content": turns}]
-    else:  # openai_chat and OpenAI-compatible upstreams
-        tools = [body.get("tools"), body.get("response_format")]
-        system = []
-        turns = body.get("messages")
-    segs += [(1, -1, t) for t in tools if t]
-    segs += [(2, -1, s) for s in system if s]
-    turns = turns if isinstance(turns, list) else []
-    leading = protocol in ("openai_chat", "openai_responses")
-    for i, turn in enumerate(turns):
-        if i == skip_turn:
-            continue
-        is_system = leading and isinstance(turn, dict) and turn.get("role") in _SYSTEM_ROLES
-        leading = leading and is_system
-        segs.append((2 if is_system else 3, i, turn))
-    return segs, len(turns)
+        return ([body.get("tools"), text.get("format")], [body.get("instructions")],
+                [{"role": "user", "content": turns}] if isinstance(turns, str) else turns)
+    return [body.get("tools"), body.get("response_format")], [], body.get("messages")
 
 
 def render(protocol: str, model: str, body: dict[str, Any], skip_turn: int | None = None) -> Blocks:
     """The block chain of a native body (`skip_turn`: a turn the gateway inserted, e.g. the rewrite's
     context block, which is not the client's prompt)."""
     out = Blocks()
-    segs, out.turn_count = _segments(protocol, model, body, skip_turn)
-    for part, turn, value in segs:
-        _add(out, part, turn, value.encode() if isinstance(value, str) else _dump(value))
+    tools, system, turns = _layout(protocol, body)
+    turns = turns if isinstance(turns, list) else []
+    first = 0
+    if protocol in ("openai_chat", "openai_responses"):  # OpenAI keeps its instructions among the turns
+        while first < len(turns) and isinstance(turns[first], dict) and turns[first].get("role") in _SYSTEM_ROLES:
+            first += 1
+        system = [*system, *turns[:first]]
+    out.turn_index = [i for i in range(first, len(turns)) if i != skip_turn]
+    out.turns = [turns[i] for i in out.turn_index]
+    _add(out, 0, model.encode())
+    _add(out, 1, b"".join(dump(t) for t in tools if t))
+    _add(out, 2, b"".join(dump(s) for s in system if s))
+    out.turns_start = out.size
+    # without the closing bracket: a conversation that only grew then starts with the bytes of the last one
+    _add(out, 3, dump(out.turns)[:-1] if out.turns else b"")
     return out
 
 
-def common_pieces(a: list[int], b: list[int]) -> int:
-    """How many leading pieces two chains share."""
-    n = min(len(a), len(b))
+def turn_layout(blocks: Blocks, upto: int | None = None) -> tuple[list[int], list[int]]:
+    """(end offset, crc32) of each turn, as `render` laid them out (orjson writes a list as `[` + items
+    joined by `,` + `]`); the first `upto` turns only. Costs one serialization per turn: used after the
+    response, and on the request path only for a comparison that stopped inside the conversation."""
+    ends, crcs = [], []
+    at = blocks.turns_start + 1
+    for turn in blocks.turns[:upto]:
+        raw = dump(turn)
+        at += len(raw)
+        ends.append(at)
+        crcs.append(zlib.crc32(raw))
+        at += 1
+    return ends, crcs
+
+
+def common_pieces(blocks: Blocks, hashes: list[int], ends: list[int]) -> int:
+    """How many leading pieces of the chain `hashes` (with their `ends`) `blocks` shares. The last one
+    counts when `blocks` holds its bytes at the start of a longer piece: a conversation that only grew
+    fills the piece its previous request ended in."""
+    a = blocks.hashes
+    n = min(len(a), len(hashes))
     i = 0
-    while i < n and a[i] == b[i]:
+    while i < n and a[i] == hashes[i]:
         i += 1
+    if i == len(hashes) - 1 and i < len(a):
+        size = ends[i] - (ends[i - 1] if i else 0)
+        piece = blocks.pieces[i]
+        if len(piece) > size and zlib.crc32(piece[:size], hashes[i - 1] if i else 0) == hashes[i]:
+            i += 1
     return i
