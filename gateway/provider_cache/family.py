@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gateway.rewrite.detect import VolatileDetector, detector_for
+from gateway.rewrite.move import CONTEXT_OPEN
 
 if TYPE_CHECKING:
     from gateway.context import RequestContext
@@ -55,7 +56,10 @@ def _leading_system(turns: Any) -> list[Any]:
     for turn in turns if isinstance(turns, list) else []:
         if not isinstance(turn, dict) or turn.get("role") not in _SYSTEM_ROLES:
             break
-        out.append(turn.get("content"))
+        content = turn.get("content")
+        if isinstance(content, str) and content.startswith(CONTEXT_OPEN):
+            continue  # the rewrite's context block: the moved values, not the template
+        out.append(content)
     return out
 
 
