@@ -155,6 +155,10 @@ class OpenAICachePolicy(_Strict):
         "auto", description="auto: send a prompt_cache_key derived from the stable prefix; off: never.")
     retention: Literal["unset", "in_memory", "24h"] = Field(
         "unset", description="prompt_cache_retention to request; unset sends nothing.")
+    breakpoints: Literal["auto", "off"] = Field(
+        "auto", description="GPT-5.6 and later: place prompt_cache_breakpoint markers when the break-even says so, "
+                            "and send a prompt template whose writes are never read in explicit mode (no writes); "
+                            "off: leave the vendor's implicit caching as it is.")
 
 
 class ProviderCachePolicy(_Strict):

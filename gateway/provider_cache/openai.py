@@ -112,9 +112,12 @@ def stop_writing(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """GPT-5.6+ in explicit mode with no breakpoint: "the request does not use prompt caching or incur
     cache-write charges". Left alone when the client chose its own options or breakpoints."""
     turns = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
-    if body.get("prompt_cache_options") is not None or (isinstance(turns, list) and _count_markers(turns)):
+    options = body.get("prompt_cache_options")
+    if (options is not None and not isinstance(options, dict)) or (isinstance(options, dict) and "mode" in options) \
+            or (isinstance(turns, list) and _count_markers(turns)):
         return body, {"decision": "skip_client_options"}
-    return {**body, "prompt_cache_options": {"mode": "explicit"}}, {"decision": "skip_unread", "markers": []}
+    merged = {**(options or {}), "mode": "explicit"}  # options without a mode: the gateway's diagnostics request
+    return {**body, "prompt_cache_options": merged}, {"decision": "skip_unread", "markers": []}
 
 
 def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_end: int, prices: CachePrices,

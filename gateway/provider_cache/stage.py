@@ -209,7 +209,8 @@ class ProviderCacheStage(Stage):
 
     async def _openai(self, ctx: RequestContext, lay: Layout, protocol: str) -> None:
         pol = ctx.policy.provider_cache.openai  # type: ignore[union-attr]
-        if pol.prompt_cache_key == "off" and pol.retention == "unset" and not gpt_breakpoints(ctx.model):
+        breakpoints = pol.breakpoints == "auto" and gpt_breakpoints(ctx.model)
+        if pol.prompt_cache_key == "off" and pol.retention == "unset" and not breakpoints:
             return  # nothing to decide: no statistics to read
         _, _, template, conversation, evidence = await self._read_stats(ctx, lay)
         self._conversation_seen(ctx, None)
@@ -217,8 +218,10 @@ class ProviderCacheStage(Stage):
         affinity = ctx.session or lay.conversation_hash
         body, rec = openai.set_key_and_retention(original, ctx.model, ctx.tenant, lay.prefix_hash, affinity, template,
                                                  pol.prompt_cache_key, pol.retention)
-        gate = evidence.gate() if gpt_breakpoints(ctx.model) else "write"
-        if gate == "skip_unread":
+        gate = evidence.gate() if breakpoints else "write"
+        if not breakpoints:
+            bp = None
+        elif gate == "skip_unread":
             # GPT-5.6+ write at the latest message on their own (implicit mode): explicit mode without
             # a breakpoint writes nothing, which is what a family whose writes are never read needs.
             body, bp = openai.stop_writing(body)

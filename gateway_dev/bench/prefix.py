@@ -128,7 +128,8 @@ async def run(tokens: int, requests: int, redis_url: str | None) -> int:
         print(f"| {label} | {statistics.median(values):.3f} | {_p(values, 0.99):.3f} | "
               f"{statistics.median(values) / base_p50:.1f}× |")
     print(f"| baseline: orjson.dumps of the body | {base_p50:.3f} | {_p(dumps_ms, 0.99):.3f} | 1.0× |")
-    print(f"\nafter() (off the request path): p50 {statistics.median(after_ms):.3f} ms, p99 {_p(after_ms, 0.99):.3f} ms")
+    print(f"\nafter() (off the request path): p50 {statistics.median(after_ms):.3f} ms, "
+          f"p99 {_p(after_ms, 0.99):.3f} ms")
     worst = max(statistics.median(v) for v in explain.values())
     verdict = "met" if worst <= TARGET_MS else "missed"
     print(f"Target ≤ {TARGET_MS} ms p50 on the request path: {verdict} (worst case p50 {worst:.3f} ms).")

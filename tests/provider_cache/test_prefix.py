@@ -49,7 +49,8 @@ def test_cache_hints_do_not_change_the_chain() -> None:
                                                                "cache_control": {"type": "ephemeral"}}]}
     plain["messages"][3] = {"role": "assistant", "content": [{"type": "text", "text": plain["messages"][3]["content"]}]}
     assert render("openai_chat", "gpt-4o", marked).hashes == render("openai_chat", "gpt-4o", plain).hashes
-    assert dump({"type": "text", "text": "x", "prompt_cache_breakpoint": {"mode": "explicit"}}) == b'{"type":"text","text":"x"}'
+    marked_part = {"type": "text", "text": "x", "prompt_cache_breakpoint": {"mode": "explicit"}}
+    assert dump(marked_part) == b'{"type":"text","text":"x"}'
 
 
 def test_append_only_is_no_break_even_inside_the_last_piece() -> None:

@@ -127,7 +127,8 @@ def test_a_hit_carries_the_template_identity_of_the_prompt_it_answered(book: Pri
     asyncio.run(RewriteStage().before(miss))  # the miss went through the rewrite
     from gateway.answer import Answer
 
-    miss.answer, miss.answered_by = Answer(text="x", model="gpt-4o", provider="openai", usage_raw=CHAT_USAGE), "upstream"
+    miss.answer = Answer(text="x", model="gpt-4o", provider="openai", usage_raw=CHAT_USAGE)
+    miss.answered_by = "upstream"
     hit = ctx_for("2026-11-05T11:30:00Z")
     hit.answer = Answer(text="x", model="gpt-4o", provider="openai", usage_raw=CHAT_USAGE)
     hit.answered_by, hit.cache_status = "response-cache", "response-hit"
