@@ -108,7 +108,8 @@ class PrefixExplainStage(Stage):
             ctx.upstream_body = {**body, "diagnostics": {"previous_message_id": previous_id}}
         elif protocol == "openai_responses" and ctx.provider == "openai" and gpt_breakpoints(ctx.model) \
                 and previous_id and previous_id.startswith("resp_"):
-            options = body.get("prompt_cache_options") if isinstance(body.get("prompt_cache_options"), dict) else {}
+            given = body.get("prompt_cache_options")
+            options: dict[str, Any] = given if isinstance(given, dict) else {}
             if "comparison_response_id" not in options:
                 ctx.upstream_body = {**body, "prompt_cache_options": {**options,
                                                                       "comparison_response_id": previous_id}}

@@ -68,7 +68,7 @@ def template_parts(protocol: str, body: dict[str, Any]) -> list[str]:
     if protocol == "openai_chat":
         parts = [sorted_tools(body.get("tools")), body.get("response_format"), _leading_system(body.get("messages"))]
     elif protocol == "openai_responses":
-        text = body.get("text") if isinstance(body.get("text"), dict) else {}
+        text: dict[str, Any] = body["text"] if isinstance(body.get("text"), dict) else {}
         parts = [sorted_tools(body.get("tools")), text.get("format"), body.get("instructions"),
                  _leading_system(body.get("input"))]
     elif protocol == "anthropic_messages":

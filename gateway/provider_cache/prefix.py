@@ -129,7 +129,7 @@ def _layout(protocol: str, body: dict[str, Any]) -> tuple[list[Any], list[Any], 
         return ([body.get("tools"), body.get("toolConfig")], [body.get("systemInstruction"), body.get("cachedContent")],
                 body.get("contents"))
     if protocol == "openai_responses":
-        text = body.get("text") if isinstance(body.get("text"), dict) else {}
+        text: dict[str, Any] = body["text"] if isinstance(body.get("text"), dict) else {}
         turns = body.get("input")
         return ([body.get("tools"), text.get("format")], [body.get("instructions")],
                 [{"role": "user", "content": turns}] if isinstance(turns, str) else turns)

@@ -202,10 +202,10 @@ class ProviderCacheStage(Stage):
         record["gate"] = gate
         self._decided(ctx, "anthropic", plan.decision, record)
 
-    def _conversation_seen(self, ctx: RequestContext, marker: int | None) -> None:
+    def _conversation_seen(self, ctx: RequestContext, marker: int | None, shard: int | None = None) -> None:
         found = ctx.scratch.get(SCRATCH, {}).get("conversation")
         if found is not None:
-            self.stats.record(ctx.tenant, found[0], found[1], marker=-1 if marker is None else marker)
+            self.stats.record(ctx.tenant, found[0], found[1], marker=-1 if marker is None else marker, shard=shard)
 
     async def _openai(self, ctx: RequestContext, lay: Layout, protocol: str) -> None:
         pol = ctx.policy.provider_cache.openai  # type: ignore[union-attr]
@@ -213,11 +213,10 @@ class ProviderCacheStage(Stage):
         if pol.prompt_cache_key == "off" and pol.retention == "unset" and not breakpoints:
             return  # nothing to decide: no statistics to read
         _, _, template, conversation, evidence = await self._read_stats(ctx, lay)
-        self._conversation_seen(ctx, None)
         original = ctx.upstream_body
         affinity = ctx.session or lay.conversation_hash
         body, rec = openai.set_key_and_retention(original, ctx.model, ctx.tenant, lay.prefix_hash, affinity, template,
-                                                 pol.prompt_cache_key, pol.retention)
+                                                 pol.prompt_cache_key, pol.retention, conversation)
         gate = evidence.gate() if breakpoints else "write"
         if not breakpoints:
             bp = None
@@ -229,6 +228,8 @@ class ProviderCacheStage(Stage):
             body, bp = openai.place_breakpoints(body, protocol, ctx.model, lay.stable_end,
                                                 self.prices("openai", "openai", ctx.model), template, conversation,
                                                 self.counter, evidence)
+        self._conversation_seen(ctx, next((m["turn"] for m in (bp or {}).get("markers", []) if m["at"] == "turn"),
+                                          None), rec.get("shard"))
         if bp is not None and bp.get("decision") != "skip_client_options":
             self._gated(ctx, gate)
             bp["evidence"], bp["gate"] = evidence.as_record(), gate

@@ -35,14 +35,14 @@ _BREAK_KINDS = (*BREAK_CAUSES, "reordered")
 TENANTS = "usage:tenants"
 ALL_RECORDS = "usage:records"
 
-INT_FIELDS = (
+INT_FIELDS: tuple[str, ...] = (
     "requests", "errors", "misses", "bypass", "hits_response", "hits_semantic", "hits_single_flight",
     "upstream_requests", "provider_reads", "provider_writes", "stream_requests",
     "input_tokens", "cached_input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
     "cache_write_long_tokens", "output_tokens", "reasoning_tokens", "total_tokens",
     "hit_input_tokens", "hit_cached_input_tokens", "hit_output_tokens", "ttft_count", "storage_events",
 )
-FLOAT_FIELDS = (
+FLOAT_FIELDS: tuple[str, ...] = (
     "cost_usd", "cost_without_cache_usd", "saved_usd", "saved_response_usd", "saved_semantic_usd",
     "saved_single_flight_usd", "saved_provider_usd", "storage_cost_usd", "latency_s_sum", "ttft_s_sum",
 )

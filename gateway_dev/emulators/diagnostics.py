@@ -128,8 +128,8 @@ class OpenAIDiagnostics(_Store):
 
     @staticmethod
     def fingerprint(owner: str, body: dict[str, Any], items: list[Any], message_ends: list[int]) -> Fingerprint:
-        text = body.get("text") if isinstance(body.get("text"), dict) else {}
-        reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
+        text: dict[str, Any] = body["text"] if isinstance(body.get("text"), dict) else {}
+        reasoning: dict[str, Any] = body["reasoning"] if isinstance(body.get("reasoning"), dict) else {}
         values = {"model": body.get("model"), "prompt_cache_key": body.get("prompt_cache_key"),
                   "tools": body.get("tools") or [], "text_format": text.get("format"),
                   "reasoning_effort": reasoning.get("effort"), "verbosity": text.get("verbosity"),
