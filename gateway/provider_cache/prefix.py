@@ -59,29 +59,41 @@ def _strip(obj: Any) -> Any:
     return obj
 
 
+def _marked_parts(content: Any) -> bool:
+    if type(content) is not list:  # a string content carries no hint
+        return False
+    for part in content:
+        if type(part) is dict and ("cache_control" in part or "prompt_cache_breakpoint" in part):
+            return True
+    return False
+
+
 def _marked(item: Any) -> bool:
     """Whether an item carries a cache hint where the vendors take one: on itself (a tool, a system
     block) or on one of its content parts (a turn's blocks)."""
-    if not isinstance(item, dict):
+    if type(item) is not dict:
         return False
-    if "cache_control" in item or "prompt_cache_breakpoint" in item:
-        return True
-    content = item.get("content")
-    if isinstance(content, list):
-        for part in content:
-            if isinstance(part, dict) and ("cache_control" in part or "prompt_cache_breakpoint" in part):
-                return True
-    return False
+    return "cache_control" in item or "prompt_cache_breakpoint" in item or _marked_parts(item.get("content"))
 
 
 def clean(value: Any) -> Any:
     """`value` without cache hints (the same object when it has none: the common case costs a walk over
     the items, never a copy or a scan of the serialized bytes)."""
-    if isinstance(value, list):
-        if any(_marked(v) for v in value):
-            return [_strip(v) if _marked(v) else v for v in value]
+    if type(value) is list:
+        for v in value:
+            if _marked(v):
+                return [_strip(v) if _marked(v) else v for v in value]
         return value
     return _strip(value) if _marked(value) else value
+
+
+def _clean_turns(turns: list[Any]) -> list[Any]:
+    """Turns without cache hints: the vendors take them on content parts only, so a turn whose
+    content is a string (most of a long conversation) costs one lookup."""
+    for t in turns:
+        if type(t) is dict and _marked_parts(t.get("content")):
+            return [_strip(x) if type(x) is dict and _marked_parts(x.get("content")) else x for x in turns]
+    return turns
 
 
 def dump(value: Any) -> bytes:
@@ -154,7 +166,7 @@ def render(protocol: str, model: str, body: dict[str, Any], skip_turn: int | Non
     _add(out, 2, b"".join(dump(s) for s in system if s))
     out.turns_start = out.size
     # without the closing bracket: a conversation that only grew then starts with the bytes of the last one
-    _add(out, 3, dump(out.turns)[:-1] if out.turns else b"")
+    _add(out, 3, orjson.dumps(_clean_turns(out.turns))[:-1] if out.turns else b"")
     return out
 
 
