@@ -145,3 +145,23 @@ class VertexAuth:
 def project_number(project_id: str) -> str:
     """A stable 12-digit project number for a project id (Vertex names caches by number)."""
     return str(100_000_000_000 + int(hashlib.sha256(project_id.encode()).hexdigest()[:12], 16) % 900_000_000_000)
+
+
+def make_service_account(project_id: str, token_uri: str, *, name: str = "gateway") -> tuple[dict[str, Any], str]:
+    """A fresh service-account key file (as the Cloud console downloads it, with a new 2048-bit RSA key) and its
+    public key in PEM, for `VertexEmulator.register_service_account`."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption()).decode()
+    public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    email = f"{name}@{project_id}.iam.gserviceaccount.com"
+    info = {"type": "service_account", "project_id": project_id, "private_key_id": os.urandom(20).hex(),
+            "private_key": private_pem, "client_email": email, "client_id": str(int.from_bytes(os.urandom(8), "big")),
+            "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": token_uri,
+            "auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs",
+            "universe_domain": "googleapis.com"}
+    return info, public_pem
