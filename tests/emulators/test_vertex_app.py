@@ -52,7 +52,7 @@ def test_token_endpoint_verifies_the_service_account_assertion(emu: EmulatorSet,
     assert creds.token and creds.token.startswith("ya29.") and creds.expiry is not None
     assert emu.platforms.vertex.auth.minted == [account["client_email"]]
     assert creds._make_authorization_grant_assertion()  # google-auth signs for Google's audience ...
-    assert GOOGLE_TOKEN_AUDIENCE != account["token_uri"]  # ... while posting to the file's token_uri
+    assert account["token_uri"] != GOOGLE_TOKEN_AUDIENCE  # ... while posting to the file's token_uri
     forged, _ = make_service_account(PROJECT, account["token_uri"])  # same account, a key nobody registered
     forged.update(client_email=account["client_email"], private_key_id=account["private_key_id"])
     with pytest.raises(auth_errors.RefreshError, match="invalid_grant"):
