@@ -70,7 +70,9 @@ class _AzureBackend(OpenAIEmulator):
     vendor = "azure"
 
     def __init__(self, state: EmulatorState, faults: FaultController, config: AzureConfig) -> None:
-        super().__init__(state, faults)
+        # Azure documents only the in-memory lifetime ("cleared within 5-10 minutes of inactivity"): take it where
+        # OpenAI would default a model to 24h.
+        super().__init__(state, faults, zdr=True)
         self.config = config
 
     def _valid_key(self, key: str) -> bool:

@@ -192,7 +192,7 @@ class VertexEmulator:
             prompt.question, prompt.tools = rec.prompt.question, list(rec.prompt.tools)
             cached_tokens = len(rec.prompt.tokens)
         prompt.extend(body)
-        ns = (number, location, model)
+        ns = (number, f"{location}/{model}")  # implicit prompts are remembered per project, location and model
         implicit = not name and gemini_implicit_caching(model)
         if implicit:
             cached_tokens = self.implicit.lookup(ns, prompt.tokens, VERTEX_MIN_CACHE)

@@ -12,12 +12,18 @@ import google.auth.transport.requests
 import httpx2
 import pytest
 from google import genai
+from google.auth import crypt, jwt
 from google.auth import exceptions as auth_errors
 from google.genai import errors, types
 from google.oauth2 import service_account
 
 from gateway_dev.emulators import EmulatorSet
-from gateway_dev.emulators.vertex_auth import CLOUD_PLATFORM_SCOPE, GOOGLE_TOKEN_AUDIENCE, make_service_account
+from gateway_dev.emulators.vertex_auth import (
+    CLOUD_PLATFORM_SCOPE,
+    GOOGLE_TOKEN_AUDIENCE,
+    JWT_BEARER,
+    make_service_account,
+)
 
 pytestmark = pytest.mark.timeout(60)
 PROJECT = "acme-vertex"
@@ -51,8 +57,12 @@ def test_token_endpoint_verifies_the_service_account_assertion(emu: EmulatorSet,
     creds.refresh(google.auth.transport.requests.Request())
     assert creds.token and creds.token.startswith("ya29.") and creds.expiry is not None
     assert emu.platforms.vertex.auth.minted == [account["client_email"]]
-    assert creds._make_authorization_grant_assertion()  # google-auth signs for Google's audience ...
-    assert account["token_uri"] != GOOGLE_TOKEN_AUDIENCE  # ... while posting to the file's token_uri
+    claims = jwt.decode(creds._make_authorization_grant_assertion(), verify=False)
+    assert claims["aud"] == GOOGLE_TOKEN_AUDIENCE != account["token_uri"]  # Google's audience, posted to token_uri
+    signer = crypt.RSASigner.from_service_account_info(account)
+    own_aud = jwt.encode(signer, {**claims, "aud": account["token_uri"]}).decode()
+    refused = httpx2.post(account["token_uri"], data={"grant_type": JWT_BEARER, "assertion": own_aud})
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
     forged, _ = make_service_account(PROJECT, account["token_uri"])  # same account, a key nobody registered
     forged.update(client_email=account["client_email"], private_key_id=account["private_key_id"])
     with pytest.raises(auth_errors.RefreshError, match="invalid_grant"):
