@@ -219,7 +219,7 @@ class SchemaFiller:
 
     def string(self, s: dict[str, Any], name: str) -> str:
         fmt = s.get("format")
-        if fmt == "uuid":
+        if isinstance(fmt, str) and fmt.startswith("uuid"):  # uuid, and pydantic's uuid1..uuid7
             text = str(_uuid(name))
         elif isinstance(fmt, str) and fmt in _FORMATS:
             text = _FORMATS[fmt]
