@@ -128,9 +128,8 @@ class GeminiPrompt:
                         self.called.add(part["functionCall"]["name"])
                     self.text(canon(part))
                 elif "functionResponse" in part:
-                    out = canon(part["functionResponse"])
-                    self.text(out)
-                    self.tool_result = out
+                    self.text(canon(part["functionResponse"]))
+                    self.tool_result = canon((part["functionResponse"] or {}).get("response"))
                 else:
                     self.text(canon(part))
             if role == "user" and texts:
