@@ -15,12 +15,12 @@ pytest.importorskip("langchain_openai")
 pytest.importorskip("langchain_anthropic")
 pytest.importorskip("langchain_google_genai")
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain_anthropic import ChatAnthropic  # noqa: E402
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langchain_google_genai import ChatGoogleGenerativeAI  # noqa: E402
-from langchain_openai import ChatOpenAI  # noqa: E402
+from langchain.agents import create_agent
+from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_google_genai import ChatGoogleGenerativeAI
+from langchain_openai import ChatOpenAI
 
 VENDOR = {"openai": "openai", "openai_responses": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 

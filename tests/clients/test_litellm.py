@@ -35,7 +35,8 @@ def _tool_round(gw: Gateway, route: str, **kw: Any) -> tuple[Any, Any]:
     calls = first.choices[0].message.tool_calls
     assert first.choices[0].finish_reason == "tool_calls" and calls and calls[0].function.name == "get_weather"
     messages.append(first.choices[0].message.model_dump(exclude_none=True))
-    messages.append({"role": "tool", "tool_call_id": calls[0].id, "content": tool_result_for(calls[0].function.arguments)})
+    result = tool_result_for(calls[0].function.arguments)
+    messages.append({"role": "tool", "tool_call_id": calls[0].id, "content": result})
     return first, _call(gw, route, messages, tools=TOOLS, **kw)
 
 

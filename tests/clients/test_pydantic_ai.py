@@ -12,13 +12,13 @@ from .client_support import Trip, get_weather
 from .conftest import CHECKS, KEY, LONG_SYSTEM, WEATHER_QUESTION, Gateway
 
 pytest.importorskip("pydantic_ai")
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.models.anthropic import AnthropicModel  # noqa: E402
-from pydantic_ai.models.google import GoogleModel  # noqa: E402
-from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
-from pydantic_ai.providers.anthropic import AnthropicProvider  # noqa: E402
-from pydantic_ai.providers.google import GoogleProvider  # noqa: E402
-from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
+from pydantic_ai import Agent
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.google import GoogleModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.google import GoogleProvider
+from pydantic_ai.providers.openai import OpenAIProvider
 
 VENDORS = ["openai", "anthropic", "gemini"]
 

@@ -151,7 +151,8 @@ def test_openai_parse_with_nested_models(oa) -> None:
 def _chat_tool_turns() -> list[dict]:
     return [{"role": "user", "content": "Use get_weather for Paris"},
             {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]},
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]},
             {"role": "tool", "tool_call_id": "call_1", "content": "18C sun"}]
 
 
