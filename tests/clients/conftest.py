@@ -65,6 +65,9 @@ class Gateway:
         self.local.wait_idle()
 
     def statuses(self) -> list[str]:
+        """The cache status of every request so far, in order (its access-log line is written after the
+        response, by the after-stages: settled first)."""
+        self.settle()
         return [str(r.get("cache")) for r in self.access if r.get("cache") is not None]
 
 
