@@ -33,6 +33,9 @@ class Answer:
     tool_calls: list[ToolCall] = field(default_factory=list)
     provider: str = ""
     usage_raw: dict[str, Any] = field(default_factory=dict)
+    # The model's reasoning text where the vendor returns it (Anthropic thinking, Gemini thought
+    # summaries, DeepSeek's reasoning_content): OpenAI clients get it as `reasoning_content`.
+    reasoning: str = ""
     # Vendor details worth replaying that have no neutral home (e.g. Anthropic's stop_sequence,
     # OpenAI's system_fingerprint). Keyed by adapter name; never holds keys or tenant data.
     extra: dict[str, Any] = field(default_factory=dict)
@@ -46,6 +49,7 @@ class Answer:
             "provider": self.provider,
             "usage_raw": self.usage_raw,
             "extra": self.extra,
+            **({"reasoning": self.reasoning} if self.reasoning else {}),
         }
 
     @classmethod
@@ -57,12 +61,15 @@ class Answer:
             tool_calls=[ToolCall(*t) for t in d.get("tool_calls", [])],
             provider=d.get("provider", ""),
             usage_raw=d.get("usage_raw") or {},
+            reasoning=d.get("reasoning") or "",
             extra=d.get("extra") or {},
         )
 
     def events(self, chunk_chars: int = 0) -> Iterator[Event]:
         """The answer as a stream of events (text split in `chunk_chars` pieces when > 0)."""
         yield Start(model=self.model)
+        if self.reasoning:
+            yield ReasoningDelta(self.reasoning)
         if self.text:
             if chunk_chars > 0:
                 for i in range(0, len(self.text), chunk_chars):
@@ -90,6 +97,13 @@ class TextDelta:
 
 
 @dataclass(slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning text (rendered only by protocols that carry it)."""
+
+    text: str
+
+
+@dataclass(slots=True)
 class ToolCallStart:
     index: int
     id: str
@@ -108,7 +122,7 @@ class Finish:
     usage_raw: dict[str, Any] = field(default_factory=dict)
 
 
-Event = Start | TextDelta | ToolCallStart | ToolCallArgs | Finish
+Event = Start | TextDelta | ReasoningDelta | ToolCallStart | ToolCallArgs | Finish
 
 
 class AnswerBuilder:
@@ -118,6 +132,7 @@ class AnswerBuilder:
         self.provider = provider
         self.model = ""
         self._text: list[str] = []
+        self._reasoning: list[str] = []
         self._calls: dict[int, ToolCall] = {}
         self._finish: Finish | None = None
         self.extra: dict[str, Any] = {}
@@ -131,6 +146,8 @@ class AnswerBuilder:
         elif isinstance(event, ToolCallStart):
             call = self._calls.setdefault(event.index, ToolCall("", "", ""))
             call.id, call.name = event.id or call.id, event.name or call.name
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning.append(event.text)
         elif isinstance(event, Start):
             self.model = event.model or self.model
         elif isinstance(event, Finish):
@@ -150,5 +167,6 @@ class AnswerBuilder:
             tool_calls=[self._calls[i] for i in sorted(self._calls)],
             provider=self.provider,
             usage_raw=self._finish.usage_raw,
+            reasoning="".join(self._reasoning),
             extra=self.extra,
         )

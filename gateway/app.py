@@ -27,7 +27,9 @@ from gateway.metrics import REGISTRY
 from gateway.passthrough import forward
 
 log = logging.getLogger("gateway")
+access_log = logging.getLogger("gateway.access")
 _GEMINI_VERSIONS = ("v1", "v1beta")
+_LOGGED_PATH_CHARS = 200  # a caller picks the path: its log line stays bounded
 
 
 def create_app(settings: Settings | None = None, components: Components | None = None) -> FastAPI:
@@ -78,7 +80,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def gemini_generate(request: Request, version: str, target: str) -> Response:
         model, _, action = target.partition(":")
         if version not in _GEMINI_VERSIONS or action not in ("generateContent", "streamGenerateContent", "countTokens"):
-            return _not_found("gemini", request.url.path)
+            return _not_found("gemini", request)
         if not path_safe_model(model.removeprefix("models/")):  # it goes into the upstream path as it is
             return _error("gemini", 400, f"`{model[:100]}` is not a valid Gemini model name.")
         if action == "countTokens":
@@ -87,17 +89,24 @@ def create_app(settings: Settings | None = None, components: Components | None =
         return await gw.handle(request, "gemini", "generate", path_model=model,
                                path_stream=action == "streamGenerateContent", api_version=version)
 
+    # LiteLLM's gemini/ route with an api_base appends `models/{model}:{method}` to it as it is, so an
+    # api_base of the gateway's bare URL arrives without a version: served as v1beta, the version
+    # LiteLLM itself calls Gemini with.
+    @app.post("/models/{target}", tags=["gemini"], openapi_extra=_body("Gemini generateContent request"))
+    async def gemini_generate_unversioned(request: Request, target: str) -> Response:
+        return await gemini_generate(request, "v1beta", target)
+
     ownership = parts.gateway.ownership
 
     async def cached_contents(request: Request, version: str) -> Response:
         if version not in _GEMINI_VERSIONS:
-            return _not_found("gemini", request.url.path)
+            return _not_found("gemini", request)
         return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents",
                              provider_name="gemini", method=request.method, ownership=ownership)
 
     async def cached_content(request: Request, version: str, name: str) -> Response:
         if version not in _GEMINI_VERSIONS:
-            return _not_found("gemini", request.url.path)
+            return _not_found("gemini", request)
         return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
                              provider_name="gemini", method=request.method, ownership=ownership)
 
@@ -140,10 +149,11 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
-        return _not_found(_vendor_of(request), request.url.path)
+        return _not_found(_vendor_of(request), request)
 
     @app.exception_handler(405)
     async def not_allowed(request: Request, exc: Exception) -> Response:
+        _log_unrouted(request, 405)
         return _error(_vendor_of(request), 405, f"Method {request.method} is not allowed on {request.url.path}.")
 
     @app.exception_handler(Exception)
@@ -200,8 +210,18 @@ def _error(vendor: str, status: int, message: str, code: str | None = None) -> R
                     media_type="application/json")
 
 
-def _not_found(vendor: str, path: str) -> Response:
-    return _error(vendor, 404, f"No such endpoint: {path}.", "not_found")
+def _not_found(vendor: str, request: Request) -> Response:
+    _log_unrouted(request, 404)
+    return _error(vendor, 404, f"No such endpoint: {request.url.path}.", "not_found")
+
+
+def _log_unrouted(request: Request, status: int) -> None:
+    """A request no endpoint serves still gets its access-log line (a client pointed at a wrong base URL
+    shows up there, not only in its own error). The query is left out: it can carry a key."""
+    if access_log.isEnabledFor(logging.INFO):
+        access_log.info("request", extra={"method": request.method, "path": request.url.path[:_LOGGED_PATH_CHARS],
+                                          "status": status, "error": "no such endpoint" if status == 404
+                                          else "method not allowed"})
 
 
 def app_from_env() -> FastAPI:

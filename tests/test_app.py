@@ -3,6 +3,8 @@ stream and non-stream, compared with the same SDK calling the emulator directly.
 
 from __future__ import annotations
 
+import logging
+
 import anthropic
 import httpx2
 import openai
@@ -218,9 +220,27 @@ def test_health_ready_metrics(gw) -> None:  # type: ignore[no-untyped-def]
     assert "gateway_requests_total" in metrics
 
 
-def test_unknown_path_is_a_vendor_shaped_404(gw) -> None:  # type: ignore[no-untyped-def]
-    r = httpx2.post(f"{gw.url}/v1/nothing-here", json={})
-    assert r.status_code == 404 and "error" in r.json()
+def test_unknown_path_is_a_vendor_shaped_404(gw, caplog) -> None:  # type: ignore[no-untyped-def]
+    with caplog.at_level(logging.INFO, logger="gateway.access"):
+        r = httpx2.post(f"{gw.url}/v1/nothing-here?key=secret", json={})
+        assert r.status_code == 404 and "error" in r.json()
+        bad = httpx2.delete(f"{gw.url}/v1/chat/completions")
+        assert bad.status_code == 405
+    lines = [(rec.path, rec.status) for rec in caplog.records if rec.name == "gateway.access" and hasattr(rec, "path")]
+    assert ("/v1/nothing-here", 404) in lines and ("/v1/chat/completions", 405) in lines
+    assert not any("secret" in rec.getMessage() or "secret" in str(rec.__dict__) for rec in caplog.records)
+
+
+def test_gemini_path_without_a_version_is_served_as_v1beta(gw, emulators) -> None:  # type: ignore[no-untyped-def]
+    # What LiteLLM's gemini/ route calls when api_base is the gateway's bare URL.
+    body = {"contents": [{"role": "user", "parts": [{"text": "What is a vector clock?"}]}]}
+    r = httpx2.post(f"{gw.url}/models/gemini-2.5-flash:generateContent", json=body, headers={"x-goog-api-key": KEY})
+    assert r.status_code == 200 and r.json()["candidates"][0]["content"]["parts"][0]["text"]
+    assert emulators.requests("gemini.generateContent")[-1].path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    count = httpx2.post(f"{gw.url}/models/gemini-2.5-flash:countTokens", json=body, headers={"x-goog-api-key": KEY})
+    assert count.status_code == 200 and count.json()["totalTokens"] > 0
+    assert httpx2.post(f"{gw.url}/models/gemini-2.5-flash:explode", json=body,
+                       headers={"x-goog-api-key": KEY}).status_code == 404
 
 
 def test_slow_stream_first_chunk_arrives_before_the_upstream_finishes(gw) -> None:  # type: ignore[no-untyped-def]

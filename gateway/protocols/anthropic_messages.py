@@ -73,6 +73,7 @@ class AnthropicMessagesAdapter(AdapterBase):
 
     def parse_answer(self, body: dict[str, Any], provider: str) -> Answer:
         texts: list[str] = []
+        thoughts: list[str] = []
         calls: list[ToolCall] = []
         plain = True  # only text and tool_use blocks: the neutral answer replays them exactly
         content = body.get("content") or []
@@ -85,6 +86,8 @@ class AnthropicMessagesAdapter(AdapterBase):
                 calls.append(ToolCall(block.get("id") or "", block.get("name") or "",
                                       orjson.dumps(block.get("input") or {}).decode()))
             else:
+                if kind == "thinking":
+                    thoughts.append(block.get("thinking") or "")
                 plain = False
         raw_stop = body.get("stop_reason") or "end_turn"
         extra: dict[str, Any] = {"stop_reason": raw_stop}
@@ -103,6 +106,7 @@ class AnthropicMessagesAdapter(AdapterBase):
             tool_calls=calls,
             provider=provider,
             usage_raw=body.get("usage") or {},
+            reasoning="".join(thoughts),
             extra={NAME: extra},
         )
 

@@ -18,6 +18,7 @@ from gateway.answer import (
     Answer,
     Event,
     Finish,
+    ReasoningDelta,
     Start,
     TextDelta,
     ToolCallArgs,
@@ -113,7 +114,10 @@ class AnthropicStreamParser(ParserBase):
                 if tool is not None and part:
                     out.append(ToolCallArgs(index=tool, delta=part))
             elif dtype == "thinking_delta":
-                self._pieces.setdefault(index, []).append(delta.get("thinking") or "")
+                thinking = delta.get("thinking") or ""
+                self._pieces.setdefault(index, []).append(thinking)
+                if thinking:
+                    out.append(ReasoningDelta(thinking))
             elif dtype == "signature_delta":
                 self._blocks.setdefault(index, {"type": "thinking"})["signature"] = delta.get("signature")
             elif dtype == "citations_delta":

@@ -91,11 +91,14 @@ class GeminiAdapter(AdapterBase):
         candidates = body.get("candidates") or []
         cand = candidates[0] if candidates else {}
         texts: list[str] = []
+        thoughts: list[str] = []
         calls: list[ToolCall] = []
         extra: dict[str, Any] = {}
         for part in (cand.get("content") or {}).get("parts") or []:
             if part.get("text") is not None:
-                if not part.get("thought"):
+                if part.get("thought"):  # a thought summary (includeThoughts)
+                    thoughts.append(part["text"])
+                else:
                     texts.append(part["text"])
                     if part.get("thoughtSignature"):
                         extra["text_signature"] = part["thoughtSignature"]
@@ -116,6 +119,7 @@ class GeminiAdapter(AdapterBase):
             tool_calls=calls,
             provider=provider,
             usage_raw=body.get("usageMetadata") or {},
+            reasoning="".join(thoughts),
             extra={NAME: extra} if extra else {},
         )
 

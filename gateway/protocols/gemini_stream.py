@@ -21,6 +21,7 @@ from gateway.answer import (
     Answer,
     Event,
     Finish,
+    ReasoningDelta,
     Start,
     TextDelta,
     ToolCallArgs,
@@ -152,8 +153,10 @@ class GeminiStreamParser(ParserBase):
         for part in parts:
             text = part.get("text")
             if text is not None:
-                if part.get("thought"):
-                    continue  # thought summaries are not part of the answer
+                if part.get("thought"):  # a thought summary: reasoning, not the answer
+                    if text:
+                        out.append(ReasoningDelta(text))
+                    continue
                 if text:
                     out.append(TextDelta(text))
                 if part.get("thoughtSignature"):

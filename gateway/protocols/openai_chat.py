@@ -104,9 +104,9 @@ class OpenAIChatAdapter(AdapterBase):
             calls.append(ToolCall("", fc.get("name") or "", fc.get("arguments") or ""))
         raw_finish = choice.get("finish_reason") or "stop"
         extra: dict[str, Any] = {k: body[k] for k in ("system_fingerprint", "service_tier") if body.get(k)}
-        for key in ("refusal", "reasoning_content"):  # reasoning_content: DeepSeek's reasoner
-            if msg.get(key):
-                extra[key] = msg[key]
+        if msg.get("refusal"):
+            extra["refusal"] = msg["refusal"]
+        reasoning = msg.get("reasoning_content")  # DeepSeek's reasoner, vLLM's reasoning parsers
         content = msg.get("content")
         if isinstance(content, list):  # some OpenAI-compatible servers answer with a list of parts
             content = "".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
@@ -117,6 +117,7 @@ class OpenAIChatAdapter(AdapterBase):
             tool_calls=calls,
             provider=provider,
             usage_raw=body.get("usage") or {},
+            reasoning=reasoning if isinstance(reasoning, str) else "",
             extra={NAME: extra} if extra else {},
         )
 
@@ -131,8 +132,10 @@ class OpenAIChatAdapter(AdapterBase):
             "refusal": x.get("refusal"),
             "annotations": [],
         }
-        if x.get("reasoning_content"):
-            msg["reasoning_content"] = x["reasoning_content"]
+        # Reasoning from any vendor as LiteLLM returns it (entries cached before `reasoning` kept it in extra).
+        reasoning = answer.reasoning or x.get("reasoning_content")
+        if reasoning:
+            msg["reasoning_content"] = reasoning
         if answer.tool_calls:
             msg["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

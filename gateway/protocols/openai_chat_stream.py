@@ -17,6 +17,7 @@ from gateway.answer import (
     Answer,
     Event,
     Finish,
+    ReasoningDelta,
     Start,
     TextDelta,
     ToolCallArgs,
@@ -47,7 +48,6 @@ class ChatStreamParser(ParserBase):
         self._tools: set[int] = set()
         self._extra: dict[str, Any] = {}
         self._refusal: list[str] = []
-        self._reasoning: list[str] = []
 
     def answer(self) -> Answer | None:
         if not self._finished or self._error is not None:
@@ -55,8 +55,6 @@ class ChatStreamParser(ParserBase):
         extra = dict(self._extra)
         if self._refusal:
             extra["refusal"] = "".join(self._refusal)
-        if self._reasoning:
-            extra["reasoning_content"] = "".join(self._reasoning)
         if extra:
             self._builder.extra = {NAME: extra}
         return self._builder.answer()
@@ -123,7 +121,7 @@ class ChatStreamParser(ParserBase):
                 self._refusal.append(refusal)
             reasoning = delta.get("reasoning_content")
             if reasoning:
-                self._reasoning.append(reasoning)
+                out.append(ReasoningDelta(reasoning))
         finish = ch.get("finish_reason")
         if finish:
             self._finish = FINISH.get(finish, finish)
@@ -183,6 +181,10 @@ class ChatStreamRenderer:
             if not self._prefix:
                 self._init("")
             return self._chunk(b'{"content":' + dumps(event.text) + b"}")
+        if isinstance(event, ReasoningDelta):
+            if not self._prefix:
+                self._init("")
+            return self._chunk(b'{"reasoning_content":' + dumps(event.text) + b"}")
         if isinstance(event, Start):
             self._init(event.model)
             out = self._chunk(b'{"role":"assistant","content":"","refusal":null}')

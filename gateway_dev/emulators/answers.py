@@ -5,13 +5,15 @@ and the whole rendered conversation (tools, system, every message), so two reque
 get different answers (a cache that mixes them up is caught by content), and the same request always gets
 the same answer. The topic words come from the last user message, so the demo reads naturally.
 
-Tool calls (documented in docs/emulators.md): when tools are offered, `tool_choice` is not "none", and the
-conversation does not already end with a tool result, the model calls
-  - the named tool when `tool_choice` names one;
-  - a tool whose name appears in the last user message (case-insensitive; `get_weather` also matches
-    "get weather"), with `tool_choice` auto/required/any;
-  - the first tool when `tool_choice` is "required"/"any" and no name appears.
-Arguments are generated from the tool's JSON schema. After a tool result the model answers in text.
+Tool calls (documented in docs/emulators.md): when tools are offered and `tool_choice` is not "none", the
+model calls
+  - the named tool when `tool_choice` names one (after a tool result too);
+  - with auto/required/any, a tool whose name appears in the last user message (case-insensitive;
+    `get_weather` also matches "get weather"), unless the conversation ends with a tool result under auto;
+  - with required/any and no name in the question, the first tool (after a tool result: the first tool
+    not called yet in the conversation).
+Arguments and structured outputs are generated from the JSON schema (schema_values.py) and validate
+against it. After a tool result under auto the model answers in text (JSON when a schema is asked for).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway_dev.emulators.schema_values import fill
 from gateway_dev.emulators.tokens import Tokens, get_tokenizer
 
 _STOPWORDS = frozenset(
@@ -205,60 +208,43 @@ def _prose_ids(rng: _Picker, topic: str, target_tokens: int, cjk: bool) -> tuple
     return " ".join(sentences), tuple(ids)
 
 
-# Schemas come from the caller and are followed this deep at most; a deeper level is answered as a string.
-_MAX_SCHEMA_DEPTH = 16
+def arguments_for(schema: Any, rng: _Picker, topic: str, question: str) -> Any:
+    """A value valid against `schema` (schema_values.py): property names that ask for a place take the
+    last capitalized word of the question, other strings the topic words."""
+    def text_for(name: str, _schema: dict[str, Any]) -> str:
+        lowered = name.lower()
+        if any(k in lowered for k in ("city", "location", "place", "country")):
+            caps = [w for w in _WORD.findall(question) if w[0].isupper() and w.lower() not in _STOPWORDS]
+            return caps[-1] if caps else "Paris"
+        return topic
 
-
-def _value_for(schema: Any, name: str, rng: _Picker, topic: str, question: str, depth: int = 0) -> Any:
-    """A value for one property. Malformed schemas (a non-object, an `enum` that is not a list) are read as
-    loosely as a model would: whatever cannot be understood becomes a string."""
-    if not isinstance(schema, dict):
-        schema = {}
-    enum = schema.get("enum")
-    if isinstance(enum, list) and enum:
-        return enum[0]
-    typ = schema.get("type", "string")
-    if isinstance(typ, list):
-        typ = next((t for t in typ if t != "null"), "string")
-    if typ in ("integer", "number"):
-        v = 1 + rng.randrange(10)
-        return v if typ == "integer" else float(v)
-    if typ == "boolean":
-        return True
-    if typ == "array" and depth < _MAX_SCHEMA_DEPTH:
-        return [_value_for(schema.get("items"), name, rng, topic, question, depth + 1)]
-    if typ == "object" and depth < _MAX_SCHEMA_DEPTH:
-        return arguments_for(schema, rng, topic, question, depth + 1)
-    lowered = name.lower()
-    if any(k in lowered for k in ("city", "location", "place", "country")):
-        caps = [w for w in _WORD.findall(question) if w[0].isupper() and w.lower() not in _STOPWORDS]
-        return caps[-1] if caps else "Paris"
-    return topic
-
-
-def arguments_for(schema: Any, rng: _Picker, topic: str, question: str, depth: int = 0) -> dict[str, Any]:
-    schema = schema if isinstance(schema, dict) else {}
-    props = schema.get("properties")
-    props = props if isinstance(props, dict) else {}
-    required = schema.get("required")
-    wanted = [n for n in required if isinstance(n, str)] if isinstance(required, list) and required else list(props)
-    return {name: _value_for(props.get(name), name, rng, topic, question, depth) for name in wanted}
+    return fill(schema if isinstance(schema, dict) else {}, text_for, rng.randrange)
 
 
 def choose_tool(tools: list[ToolSpec], tool_choice: str | None, question: str,
-                after_tool_result: bool) -> ToolSpec | None:
-    if not tools or tool_choice == "none" or after_tool_result:
+                after_tool_result: bool, called: frozenset[str] = frozenset()) -> ToolSpec | None:
+    """The tool the model calls, or None for a text answer.
+
+    `auto`: a tool named in the question, and never right after a tool result (the model answers it).
+    `required` / `any` / a named tool: always a call ("the model must call one or more tools"), after a tool
+    result too; `required`/`any` then prefer a tool not called yet in the conversation (an agent's
+    final-output tool after its data tools), else the first."""
+    if not tools or tool_choice == "none":
         return None
     by_name = {t.name: t for t in tools}
-    if tool_choice and tool_choice not in ("auto", "required", "any", "none"):
+    if tool_choice and tool_choice not in ("auto", "required", "any"):
         return by_name.get(tool_choice)
+    forced = tool_choice in ("required", "any")
+    if after_tool_result and not forced:
+        return None
     q = question.lower()
-    for t in tools:
+    candidates = [t for t in tools if t.name not in called] if after_tool_result else tools
+    for t in candidates:
         n = t.name.lower()
         if n in q or n.replace("_", " ") in q:
             return t
-    if tool_choice in ("required", "any"):
-        return tools[0]
+    if forced:
+        return candidates[0] if candidates else tools[0]
     return None
 
 
@@ -273,6 +259,7 @@ def generate(
     tools: list[ToolSpec] | None = None,
     tool_choice: str | None = None,
     tool_result: str | None = None,
+    called_tools: frozenset[str] = frozenset(),
     json_schema: dict[str, Any] | None = None,
     json_object: bool = False,
     reasoning_tokens: int = 0,
@@ -284,7 +271,7 @@ def generate(
     cjk = bool(_CJK.search(question))
     topic = topic_of(question)
 
-    tool = choose_tool(tools or [], tool_choice, question, tool_result is not None)
+    tool = choose_tool(tools or [], tool_choice, question, tool_result is not None, called_tools)
     budget = max_tokens if max_tokens is not None else 1 << 30
     reasoning = min(reasoning_tokens, budget)
     r_text = ""
@@ -294,16 +281,22 @@ def generate(
         reasoning = tok.count(r_text)
     budget -= reasoning
     if tool is not None:
-        args = arguments_for(tool.parameters or {}, rng, topic, question)
+        args = arguments_for(tool.parameters or {"type": "object"}, rng, topic, question)
+        if not isinstance(args, dict):  # tool inputs are objects at every vendor
+            args = {}
         return Generated("", (), "tool_calls", tool_calls=[ToolCallOut(conversation_key, tool.name, args)],
                          reasoning_text=r_text, reasoning_tokens=reasoning)
 
     prose_ids: Tokens | None = None
-    if tool_result is not None:
+    # A structured-output request is answered in its schema whatever came before (constrained decoding
+    # applies to every turn, the one after a tool result included).
+    if json_schema is not None:
+        text = json.dumps(arguments_for(json_schema, rng, topic, question), ensure_ascii=False)
+    elif tool_result is not None:
         snippet = " ".join(tool_result.split())[:80]
         text = f"Based on the tool result ({snippet}), here is what I found. " + _prose(rng, topic, target_tokens, cjk)
-    elif json_schema is not None:
-        text = json.dumps(arguments_for(json_schema, rng, topic, question), ensure_ascii=False)
+        if json_object:
+            text = json.dumps({"answer": text}, ensure_ascii=False)
     else:
         text, prose_ids = _prose_ids(rng, topic, target_tokens, cjk)
         if json_object:

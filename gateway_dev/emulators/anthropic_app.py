@@ -26,7 +26,7 @@ from gateway_dev.emulators.anthropic_cache import (
 from gateway_dev.emulators.diagnostics import AnthropicDiagnostics
 from gateway_dev.emulators.faults import FaultController
 from gateway_dev.emulators.latency import pause
-from gateway_dev.emulators.models import ANTHROPIC_MODELS, anthropic_min_cacheable
+from gateway_dev.emulators.models import ANTHROPIC_MODELS, anthropic_min_cacheable, is_anthropic_model
 from gateway_dev.emulators.openai_render import canon
 from gateway_dev.emulators.shapes import check
 from gateway_dev.emulators.shapes_anthropic import CountTokensRequest, MessagesRequest
@@ -58,6 +58,7 @@ class Flattened:
         self.question = ""
         self.tool_result: str | None = None
         self.tools: list[ToolSpec] = []
+        self.called: set[str] = set()  # tools the assistant already called in the conversation
         self.errors: list[str] = []
 
     def add(self, tokens: tuple[int, ...], identity: str, where: str, raw: dict[str, Any] | None,
@@ -96,6 +97,8 @@ def _block(f: Flattened, block: Any, where: str, role: str) -> str:
         f.add(synthetic_tokens(content, 1000 if kind == "image" else 1500), f"{role}:{kind}:{content[:64]}",
               where, block)
     elif kind == "tool_use":
+        if isinstance(block.get("name"), str):
+            f.called.add(block["name"])
         ident = canon({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
         f.add(encode(ident), f"{role}:{ident}", where, block, run="tool_use")
     elif kind == "tool_result":
@@ -181,7 +184,7 @@ class AnthropicEmulator:
         model = body.get("model")
         if not model or not isinstance(model, str):
             raise _bad("model: Field required")
-        if not model.startswith("claude-"):
+        if not is_anthropic_model(model):
             raise EmulatorError("anthropic", 404, f"model: {model}", type="not_found_error")
         return call, version
 
@@ -225,14 +228,17 @@ class AnthropicEmulator:
         budget = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
         if budget is not None and (not isinstance(budget, int) or budget < 1024 or budget >= max_tokens):
             raise _bad("thinking.budget_tokens: must be at least 1024 and less than max_tokens")
-        g = generate(model=model, conversation_key=f.key, question=f.question, target_tokens=call.target_tokens,
+        schema = output_schema(body)
+        key = f.key if schema is None else f"{f.key}\x1e<format>{canon(schema)}"
+        g = generate(model=model, conversation_key=key, question=f.question, target_tokens=call.target_tokens,
                      max_tokens=max_tokens, stop=list(body.get("stop_sequences") or []), tools=f.tools,
-                     tool_choice=choice, tool_result=f.tool_result, reasoning_tokens=min(budget, 64) if budget else 0,
+                     tool_choice=choice, tool_result=f.tool_result, called_tools=frozenset(f.called),
+                     json_schema=schema, reasoning_tokens=min(budget, 64) if budget else 0,
                      reasoning_text=bool(budget))
         msg = self._message(model, g)
         if "diagnostics" in body:
             msg["diagnostics"] = self._diagnose(body, f, call.api_key, msg["id"])
-        usage = _usage(plan, g.output_tokens)
+        usage = _usage(plan, g.output_tokens, g.reasoning_tokens)
         msg["usage"] = usage
         ttft = call.latency.ttft(plan.input_tokens + plan.creation, plan.read)
         headers = {"request-id": new_id("req_", 24)}
@@ -279,7 +285,7 @@ class AnthropicEmulator:
         error_after = call.fault.stream_error_after if call.fault else None
         itl = call.latency.inter_token_s
         usage = msg["usage"]
-        start_usage = {**usage, "output_tokens": 1}
+        start_usage = {**{k: v for k, v in usage.items() if k != "output_tokens_details"}, "output_tokens": 1}
         events: list[tuple[bool, str, dict[str, Any]]] = [
             (False, "message_start", {"type": "message_start", "message": {
                 **{k: v for k, v in msg.items() if k != "usage"}, "content": [], "stop_reason": None,
@@ -306,10 +312,10 @@ class AnthropicEmulator:
             events += [(True, "content_block_delta", {"type": "content_block_delta", "index": idx, "delta": d})
                        for d in deltas]
             events.append((False, "content_block_stop", {"type": "content_block_stop", "index": idx}))
+        delta_usage = {k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                                             "output_tokens", "output_tokens_details") if k in usage}
         events.append((False, "message_delta", {"type": "message_delta", "delta": {
-            "stop_reason": msg["stop_reason"], "stop_sequence": msg["stop_sequence"]}, "usage": {
-            "input_tokens": usage["input_tokens"], "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
-            "cache_read_input_tokens": usage["cache_read_input_tokens"], "output_tokens": usage["output_tokens"]}}))
+            "stop_reason": msg["stop_reason"], "stop_sequence": msg["stop_sequence"]}, "usage": delta_usage}))
         events.append((False, "message_stop", {"type": "message_stop"}))
 
         await pause(ttft)
@@ -327,9 +333,20 @@ class AnthropicEmulator:
             yield sse_event(name, data)
 
 
-def _usage(plan: AnthropicPlan, output_tokens: int) -> dict[str, Any]:
-    return {"input_tokens": plan.input_tokens, "cache_creation_input_tokens": plan.creation,
-            "cache_read_input_tokens": plan.read,
-            "cache_creation": {"ephemeral_5m_input_tokens": plan.creation_5m,
-                               "ephemeral_1h_input_tokens": plan.creation_1h},
-            "output_tokens": output_tokens, "service_tier": "standard"}
+def output_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a structured-output request asks for: `output_config.format` (GA), or the beta's
+    top-level `output_format` (sent with `anthropic-beta: structured-outputs-2025-11-13`; still accepted)."""
+    fmt = (body.get("output_config") or {}).get("format") or body.get("output_format")
+    return fmt["schema"] if isinstance(fmt, dict) and fmt.get("type") == "json_schema" else None
+
+
+def _usage(plan: AnthropicPlan, output_tokens: int, thinking_tokens: int = 0) -> dict[str, Any]:
+    usage: dict[str, Any] = {
+        "input_tokens": plan.input_tokens, "cache_creation_input_tokens": plan.creation,
+        "cache_read_input_tokens": plan.read,
+        "cache_creation": {"ephemeral_5m_input_tokens": plan.creation_5m,
+                           "ephemeral_1h_input_tokens": plan.creation_1h},
+        "output_tokens": output_tokens, "service_tier": "standard"}
+    if thinking_tokens:  # the reasoning part of output_tokens (SDK 2.x Usage.output_tokens_details)
+        usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
+    return usage

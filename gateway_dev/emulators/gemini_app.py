@@ -29,6 +29,7 @@ from gateway_dev.emulators.models import (
     gemini_implicit_caching,
     gemini_min_cache,
     gemini_thinking_tokens,
+    is_gemini_model,
 )
 from gateway_dev.emulators.openai_render import canon
 from gateway_dev.emulators.shapes import MAX_DEPTH, Shape, check
@@ -81,6 +82,7 @@ class GeminiPrompt:
         self.question = ""
         self.tool_result: str | None = None
         self.tools: list[ToolSpec] = []
+        self.called: set[str] = set()  # functions the model already called in the conversation
 
     def text(self, s: str) -> None:
         if s:
@@ -121,10 +123,13 @@ class GeminiPrompt:
                     key = data.get("data") or data.get("fileUri") or ""
                     self.tokens.extend(synthetic_tokens(key, 258))
                     self.segments.append(f"[media:{key[:64]}:{len(key)}]")
+                elif "functionCall" in part:
+                    if isinstance((part["functionCall"] or {}).get("name"), str):
+                        self.called.add(part["functionCall"]["name"])
+                    self.text(canon(part))
                 elif "functionResponse" in part:
-                    out = canon(part["functionResponse"])
-                    self.text(out)
-                    self.tool_result = out
+                    self.text(canon(part["functionResponse"]))
+                    self.tool_result = canon((part["functionResponse"] or {}).get("response"))
                 else:
                     self.text(canon(part))
             if role == "user" and texts:
@@ -176,7 +181,7 @@ class GeminiEmulator:
 
     async def get_model(self, request: Request, model: str) -> EmulatorResponse:
         call = await self._begin(request, "models", json_body=False)
-        if not model.startswith("gemini-"):
+        if not is_gemini_model(model):
             raise _err(404, f"models/{model} is not found for API version, or is not supported.", "NOT_FOUND")
         return json_response(_model_resource(model), fault=call.fault)
 
@@ -184,7 +189,7 @@ class GeminiEmulator:
         call = await self._begin(request, "streamGenerateContent" if stream else "generateContent")
         body = _body(call, GenerateContentRequest)
         model = model.removeprefix("models/")
-        if not model.startswith("gemini-"):
+        if not is_gemini_model(model):
             raise _err(404, f"models/{model} is not found for API version {request.path_params['version']}, or is "
                        "not supported for generateContent.", "NOT_FOUND")
         if not body.get("contents"):
@@ -214,12 +219,19 @@ class GeminiEmulator:
         mode = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode", "AUTO")
         allowed = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("allowedFunctionNames")
         choice = {"NONE": "none", "ANY": (allowed[0] if allowed and len(allowed) == 1 else "any")}.get(mode, "auto")
-        g = generate(model=model, conversation_key="\x1e".join(prompt.segments), question=prompt.question,
+        schema = cfg.get("responseJsonSchema") or cfg.get("responseSchema")
+        json_mode = cfg.get("responseMimeType") == "application/json"
+        key = "\x1e".join(prompt.segments)
+        if schema is not None or json_mode:  # the schema shapes the answer, not the prompt's tokens
+            key += "\x1e<responseSchema>" + canon(schema)
+        g = generate(model=model, conversation_key=key, question=prompt.question,
                      target_tokens=call.target_tokens, max_tokens=cfg.get("maxOutputTokens"),
                      stop=list(cfg.get("stopSequences") or []), tools=prompt.tools, tool_choice=choice,
-                     tool_result=prompt.tool_result,
-                     json_schema=cfg.get("responseSchema") or cfg.get("responseJsonSchema"),
-                     reasoning_tokens=gemini_thinking_tokens(model, thinking.get("thinkingBudget")))
+                     tool_result=prompt.tool_result, called_tools=frozenset(prompt.called),
+                     json_schema=schema if isinstance(schema, dict) else None,
+                     json_object=json_mode and not isinstance(schema, dict),
+                     reasoning_tokens=gemini_thinking_tokens(model, thinking.get("thinkingBudget")),
+                     reasoning_text=thinking.get("includeThoughts") is True)
         n_in = len(prompt.tokens)
         usage = _usage(n_in, cached_tokens, g)
         rid = new_id("", 22)
@@ -250,10 +262,17 @@ class GeminiEmulator:
         error_after = call.fault.stream_error_after if call.fault else None
         await pause(ttft)
         commit()
-        pieces = get_tokenizer().pieces(g.tokens)
-        groups = ["".join(pieces[i:i + 8]) for i in range(0, len(pieces), 8)] or [""]
+        tok = get_tokenizer()
+        pieces = tok.pieces(g.tokens)
+        groups: list[tuple[str, bool]] = []
+        if g.reasoning_text:  # thought summaries stream before the answer, as parts marked `thought`
+            thought = tok.pieces(tok.encode(g.reasoning_text))
+            groups += [("".join(thought[i:i + 8]), True) for i in range(0, len(thought), 8)]
+        groups += [("".join(pieces[i:i + 8]), False) for i in range(0, len(pieces), 8)] or [("", False)]
+        if groups[-1][1]:
+            groups.append(("", False))
         partial = {"promptTokenCount": usage["promptTokenCount"], "totalTokenCount": usage["promptTokenCount"]}
-        for n, text in enumerate(groups):
+        for n, (text, is_thought) in enumerate(groups):
             if error_after is not None and n >= error_after:
                 yield frame({"error": {"code": 503, "message": "The model is overloaded. Please try again later.",
                                        "status": "UNAVAILABLE"}})
@@ -261,7 +280,8 @@ class GeminiEmulator:
             if n:
                 await pause(call.latency.inter_token_s * 8)
             last = n == len(groups) - 1
-            parts = _parts(g) if (last and g.tool_calls) else [{"text": text}]
+            part: dict[str, Any] = {"text": text, "thought": True} if is_thought else {"text": text}
+            parts = _parts(g, thoughts=False) if (last and g.tool_calls) else [part]
             yield frame(_response(model, rid, g, parts, FINISH[g.finish] if last else None,
                                   usage if last else partial))
 
@@ -346,10 +366,12 @@ def _expiry(body: dict[str, Any], now: float) -> float | None:
     return expire
 
 
-def _parts(g: Generated) -> list[dict[str, Any]]:
+def _parts(g: Generated, thoughts: bool = True) -> list[dict[str, Any]]:
+    """The answer's parts: thought summaries first (only with `includeThoughts`), then calls or text."""
+    out: list[dict[str, Any]] = [{"text": g.reasoning_text, "thought": True}] if thoughts and g.reasoning_text else []
     if g.tool_calls:
-        return [{"functionCall": {"name": c.name, "args": c.arguments}} for c in g.tool_calls]
-    return [{"text": g.text}]
+        return out + [{"functionCall": {"name": c.name, "args": c.arguments}} for c in g.tool_calls]
+    return [*out, {"text": g.text}]
 
 
 def _usage(n_in: int, cached: int, g: Generated) -> dict[str, Any]:

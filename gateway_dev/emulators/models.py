@@ -14,7 +14,15 @@ OPENAI_MODELS = [
     "gpt-5-chat-latest", "gpt-5.1", "gpt-5.2", "gpt-5.4", "gpt-5.5", "gpt-5.5-pro", "gpt-5.6", "o3", "o3-mini",
     "o4-mini", "text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002",
 ]
-_OPENAI_NAME = re.compile(r"^(gpt-|chatgpt-|o\d|text-embedding-|ft:)")
+# Every model id the OpenAI emulator serves besides OPENAI_MODELS (a `-YYYY-MM-DD` snapshot of any of them
+# too); any other name is a 404 model_not_found, as at the API.
+OPENAI_KNOWN = {
+    *OPENAI_MODELS, "gpt-4", "gpt-4-turbo", "gpt-3.5-turbo", "chatgpt-4o-latest", "gpt-4o-search-preview",
+    "gpt-4o-mini-search-preview", "gpt-5-pro", "gpt-5-codex", "gpt-5.1-chat-latest", "gpt-5.1-codex",
+    "gpt-5.1-codex-mini", "gpt-5.1-codex-max", "gpt-5.2-pro", "gpt-5.2-chat-latest", "gpt-5.2-codex",
+    "gpt-5.3-codex", "gpt-5.3-chat-latest", "gpt-5.4-mini", "gpt-5.4-nano", "gpt-5.4-pro", "o1", "o1-mini",
+    "o1-pro", "o3-pro",
+}
 # Models listed for `prompt_cache_retention: "24h"` (prompt-caching guide, §1.1).
 OPENAI_EXTENDED_RETENTION = {
     "gpt-5.5", "gpt-5.5-pro", "gpt-5.4", "gpt-5.2", "gpt-5.1-codex-max", "gpt-5.1", "gpt-5.1-codex",
@@ -26,7 +34,10 @@ EMBEDDING_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072
 
 
 def is_openai_model(model: str) -> bool:
-    return bool(_OPENAI_NAME.match(model))
+    """A model the emulator serves: a known id, its dated snapshot, or a fine-tune of one (`ft:<base>:...`)."""
+    if model.startswith("ft:"):
+        model = model[3:].split(":", 1)[0]
+    return base_name(model) in OPENAI_KNOWN
 
 
 def base_name(model: str) -> str:
@@ -82,6 +93,14 @@ ANTHROPIC_MIN_CACHEABLE = {
 ANTHROPIC_DEFAULT_MIN = 1024
 ANTHROPIC_MODELS = ["claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6", "claude-sonnet-4-5",
                     "claude-haiku-4-5", "claude-opus-5", "claude-sonnet-5"]
+# Every model id the emulator serves (as an alias, with a `-YYYYMMDD` snapshot date, or `-latest`);
+# any other name is a 404 not_found_error, as at the API.
+ANTHROPIC_KNOWN = {*ANTHROPIC_MIN_CACHEABLE, *ANTHROPIC_MODELS, "claude-3-5-sonnet", "claude-3-opus"}
+_ANTHROPIC_SUFFIX = re.compile(r"-(\d{8}|latest)$")
+
+
+def is_anthropic_model(model: str) -> bool:
+    return _ANTHROPIC_SUFFIX.sub("", model) in ANTHROPIC_KNOWN
 
 
 def longest_prefix(table: dict[str, int], model: str, default: int) -> int:
@@ -105,6 +124,14 @@ GEMINI_MIN_CACHE = {
 GEMINI_DEFAULT_MIN = 4096
 GEMINI_MODELS = ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite", "gemini-3-flash-preview",
                  "gemini-3.1-pro-preview", "gemini-2.0-flash"]
+# Served besides GEMINI_MODELS (also as a `-NNN` stable version); any other name is a 404 NOT_FOUND.
+GEMINI_KNOWN = {*GEMINI_MODELS, "gemini-3-pro-preview", "gemini-2.0-flash-lite", "gemini-flash-latest",
+                "gemini-flash-lite-latest", "gemini-pro-latest", "gemini-embedding-001"}
+_GEMINI_VERSION = re.compile(r"-\d{3}$")
+
+
+def is_gemini_model(model: str) -> bool:
+    return _GEMINI_VERSION.sub("", model.removeprefix("models/")) in GEMINI_KNOWN
 
 
 def gemini_min_cache(model: str) -> int:

@@ -199,7 +199,7 @@ class OpenAIEmulator:
             model=body["model"], conversation_key=prompt.key + (f"\x1f{index}" if index else ""),
             question=prompt.question, target_tokens=call.target_tokens, max_tokens=max_tokens,
             stop=[stop] if isinstance(stop, str) else list(stop or []), tools=prompt.tools, tool_choice=choice,
-            tool_result=prompt.tool_result,
+            tool_result=prompt.tool_result, called_tools=called_tools(body),
             json_schema=(fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else None,
             json_object=fmt.get("type") == "json_object", reasoning_tokens=reasoning)
 
@@ -240,6 +240,21 @@ class OpenAIEmulator:
             raise _err(404, f"The model '{model}' does not exist", param="model", code="model_not_found")
         return json_response({"id": model, "object": "model", "created": 1_700_000_000, "owned_by": "openai"},
                              fault=call.fault)
+
+
+def called_tools(body: dict[str, Any]) -> frozenset[str]:
+    """Names of the tools the assistant already called: Chat `tool_calls`, Responses `function_call` items."""
+    names: set[str] = set()
+    for m in body.get("messages") or []:
+        for call in (m.get("tool_calls") or []) if isinstance(m, dict) else []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+    items = body.get("input")
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("type") == "function_call" and isinstance(item.get("name"), str):
+            names.add(item["name"])
+    return frozenset(names)
 
 
 def _embedding_texts(raw: Any) -> list[str]:

@@ -18,7 +18,7 @@ from gateway_dev.emulators.chat_wire import tool_call_id
 from gateway_dev.emulators.diagnostics import OpenAIDiagnostics
 from gateway_dev.emulators.latency import pause
 from gateway_dev.emulators.models import openai_reasoning_tokens
-from gateway_dev.emulators.openai_app import OpenAIEmulator
+from gateway_dev.emulators.openai_app import OpenAIEmulator, called_tools
 from gateway_dev.emulators.openai_render import render_responses
 from gateway_dev.emulators.shapes import check
 from gateway_dev.emulators.shapes_openai import ResponsesRequest
@@ -69,6 +69,7 @@ class ResponsesEndpoint:
                      target_tokens=0 if prewarm else call.target_tokens,
                      max_tokens=0 if prewarm else body.get("max_output_tokens"), tools=prompt.tools,
                      tool_choice=choice, tool_result=prompt.tool_result,
+                     called_tools=called_tools({"input": items}),
                      json_schema=fmt.get("schema") if fmt.get("type") == "json_schema" else None,
                      json_object=fmt.get("type") == "json_object", reasoning_tokens=0 if prewarm else reasoning)
         n_in = len(prompt.tokens)

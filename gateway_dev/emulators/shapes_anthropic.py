@@ -62,6 +62,16 @@ class Thinking(Shape):
     budget_tokens: int | None = None
 
 
+class JSONOutputFormat(Shape):
+    type: Literal["json_schema"]
+    schema_: dict[str, Any] = Field(alias="schema")
+
+
+class OutputConfig(Shape):
+    format: JSONOutputFormat | None = None
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+
+
 class Metadata(Shape):
     user_id: str | None = None
 
@@ -85,3 +95,5 @@ class MessagesRequest(CountTokensRequest):
     top_k: Annotated[int, Field(ge=0)] | None = None
     metadata: Metadata | None = None
     service_tier: str | None = None
+    output_config: OutputConfig | None = None
+    output_format: JSONOutputFormat | None = None  # the structured-outputs beta's spelling

@@ -181,12 +181,14 @@ def _tool_config(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _thinking(model: str, effort: str) -> dict[str, Any]:
+    """reasoning_effort → thinkingConfig. With thinking on, `includeThoughts` asks for the thought
+    summaries, which come back as `reasoning_content` (what LiteLLM's users get)."""
     if model.startswith("gemini-3"):
         level = {"none": "minimal", "xhigh": "high", "max": "high"}.get(effort, effort)
-        return {"thinkingLevel": level}
+        return {"thinkingLevel": level, "includeThoughts": True}
     if effort == "none":
         return {"thinkingBudget": 0}
-    return {"thinkingBudget": THINKING_BUDGET[effort]}
+    return {"thinkingBudget": THINKING_BUDGET[effort], "includeThoughts": True}
 
 
 def translate_request(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:

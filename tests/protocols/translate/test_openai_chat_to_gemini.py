@@ -83,7 +83,7 @@ def test_stream_path_and_json_output() -> None:
     path, out = translate_request(body)
     assert path == "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
     assert out["generationConfig"] == {"responseMimeType": "application/json", "responseJsonSchema": schema,
-                                       "thinkingConfig": {"thinkingBudget": 1024}}
+                                       "thinkingConfig": {"thinkingBudget": 1024, "includeThoughts": True}}
     validate(out)
     obj = translate_request({**body, "response_format": {"type": "json_object"}, "reasoning_effort": None})[1]
     assert obj["generationConfig"] == {"responseMimeType": "application/json"}
