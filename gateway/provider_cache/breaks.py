@@ -22,11 +22,11 @@ import asyncio
 import bisect
 import hashlib
 import logging
-import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
+import xxhash
 
 from gateway.accounting.normalize import NormalizedUsage, dialect_for, normalize
 from gateway.provider_cache.family import mask
@@ -62,7 +62,7 @@ def request_key(tenant: str, request_id: str) -> str:
 
 
 def checkpoint_key(tenant: str, blocks: Blocks, i: int) -> str:
-    return f"gw:px:{{{tenant}}}:c:{blocks.hashes[i]:08x}:{blocks.ends[i]}"
+    return f"gw:px:{{{tenant}}}:c:{blocks.hashes[i]:016x}:{blocks.ends[i]}"
 
 
 def checkpoints(n: int) -> list[int]:
@@ -75,7 +75,7 @@ def checkpoints(n: int) -> list[int]:
 
 
 def masked_crc(piece: bytes, detector: VolatileDetector) -> int:
-    return zlib.crc32(mask(piece.decode("utf-8", "ignore"), detector).encode("utf-8", "surrogatepass"))
+    return xxhash.xxh3_64_intdigest(mask(piece.decode("utf-8", "ignore"), detector).encode("utf-8", "surrogatepass"))
 
 
 @dataclass(slots=True)
@@ -87,11 +87,11 @@ class Previous:
     ends: list[int]
     parts: list[int]
     turn_ends: list[int] = field(default_factory=list)  # byte offset where each turn ends
-    turn_crcs: list[int] = field(default_factory=list)  # crc32 of each turn
+    turn_crcs: list[int] = field(default_factory=list)  # hash of each turn
     turn_index: list[int] = field(default_factory=list)  # each turn's index in the body's turn list
-    masked: dict[int, int] = field(default_factory=dict)  # template piece index -> crc with volatile values masked
-    masked_turns: list[int] = field(default_factory=list)  # the first turns' crcs with volatile values masked
-    tools_set: int | None = None  # crc of the tools in name order (a reorder keeps it)
+    masked: dict[int, int] = field(default_factory=dict)  # template piece index -> hash, volatile values masked
+    masked_turns: list[int] = field(default_factory=list)  # the first turns' hashes, volatile values masked
+    tools_set: int | None = None  # hash of the tools in name order (a reorder keeps it)
     vendor_id: str | None = None
 
     @property

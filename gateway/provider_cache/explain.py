@@ -15,10 +15,10 @@ for the next one (in the background).
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 import orjson
+import xxhash
 
 from gateway.context import RequestContext
 from gateway.pipeline import Hit, Stage
@@ -37,7 +37,7 @@ _SYSTEM_ROLES = frozenset({"system", "developer"})
 def tools_set(body: dict[str, Any]) -> int | None:
     """A checksum of the tools in name order: equal for the same tools sent in another order."""
     tools = body.get("tools")
-    return zlib.crc32(orjson.dumps(sorted_tools(tools), option=orjson.OPT_SORT_KEYS)) if tools else None
+    return xxhash.xxh3_64_intdigest(orjson.dumps(sorted_tools(tools), option=orjson.OPT_SORT_KEYS)) if tools else None
 
 
 def _turn_offset(ctx: RequestContext) -> int:

@@ -13,18 +13,19 @@ and instructions are cut into pieces of about PIECE bytes at a content boundary 
 sentence end, a comma), so an edit that changes a value's length moves no later boundary of its
 piece and the piece can be compared with its volatile values masked; the turns are cut into fixed
 pieces of TURN_PIECE bytes, and which turn a piece falls in is worked out only when a comparison
-stops in one (`turn_layout`). The chain `h_k = crc32(piece_k, h_{k−1})` names the whole prefix up to
-each piece. Tokens are never counted here: the vendor reports the prompt's tokens, and a prefix of
-b bytes is b × (tokens ÷ bytes) of them (`breaks.py`).
+stops in one (`turn_layout`). The chain `h_k = xxh3(piece_k, seed = h_{k−1})` names the whole prefix
+up to each piece (xxh3: ~3 µs for a 30k-token prompt, where crc32 took ~50 µs). Tokens are never
+counted here: the vendor reports the prompt's tokens, and a prefix of b bytes is b × (tokens ÷
+bytes) of them (`breaks.py`).
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import xxhash
 
 PIECE = 4096  # bytes (~1k tokens) in the template parts; vendors cache at block granularity anyway
 TURN_PIECE = 16384  # bytes in the conversation (the turn a comparison stops in is found separately)
@@ -124,7 +125,7 @@ def _add(out: Blocks, part: int, raw: bytes) -> None:
     while start < n:
         stop = min(n, start + TURN_PIECE) if fixed else _cut(raw, start)
         piece = raw[start:stop]
-        h = zlib.crc32(piece, h)
+        h = xxhash.xxh3_64_intdigest(piece, h)
         end += stop - start
         out.parts.append(part)
         out.ends.append(end)
@@ -171,7 +172,7 @@ def render(protocol: str, model: str, body: dict[str, Any], skip_turn: int | Non
 
 
 def turn_layout(blocks: Blocks, upto: int | None = None) -> tuple[list[int], list[int]]:
-    """(end offset, crc32) of each turn, as `render` laid them out (orjson writes a list as `[` + items
+    """(end offset, hash) of each turn, as `render` laid them out (orjson writes a list as `[` + items
     joined by `,` + `]`); the first `upto` turns only. Costs one serialization per turn: used after the
     response, and on the request path only for a comparison that stopped inside the conversation."""
     ends, crcs = [], []
@@ -180,7 +181,7 @@ def turn_layout(blocks: Blocks, upto: int | None = None) -> tuple[list[int], lis
         raw = dump(turn)
         at += len(raw)
         ends.append(at)
-        crcs.append(zlib.crc32(raw))
+        crcs.append(xxhash.xxh3_64_intdigest(raw))
         at += 1
     return ends, crcs
 
@@ -197,6 +198,6 @@ def common_pieces(blocks: Blocks, hashes: list[int], ends: list[int]) -> int:
     if i == len(hashes) - 1 and i < len(a):
         size = ends[i] - (ends[i - 1] if i else 0)
         piece = blocks.pieces[i]
-        if len(piece) > size and zlib.crc32(piece[:size], hashes[i - 1] if i else 0) == hashes[i]:
+        if len(piece) > size and xxhash.xxh3_64_intdigest(piece[:size], hashes[i - 1] if i else 0) == hashes[i]:
             i += 1
     return i
