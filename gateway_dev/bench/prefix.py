@@ -8,9 +8,11 @@ conversation that grows by one exchange per request (the common, append-only cas
 whole prompt) and on one whose system prompt changes at the top (the break, which stops at the
 first piece), each body freshly parsed as a request's would be. Baseline in the same run,
 interleaved in blocks: serializing the same body to JSON once (`orjson.dumps`), which every upstream
-call does anyway. `after()` (masked hashes of the template parts, storing the chain) runs after the
-response and is printed separately. With --redis-url the previous chain comes from Redis (a network
-round trip, awaited on the event loop, not CPU), else from the embedded store.
+call does anyway. Each call's wall time and this thread's CPU time are printed: on a shared machine
+the wall time also counts the time other processes ran, the CPU time does not. `after()` (masked
+hashes of the template parts, storing the chain) runs after the response and is printed separately.
+With --redis-url the previous chain comes from Redis (a network round trip, awaited on the event
+loop, not CPU), else from the embedded store.
 
 Target: ≤ 0.2 ms p50 added on the request path at a 30k-token prompt.
 """
@@ -94,6 +96,7 @@ async def run(tokens: int, requests: int, redis_url: str | None) -> int:
         await stage.after(ctx)
 
     explain: dict[str, list[float]] = {"grow": [], "break": []}
+    cpu: dict[str, list[float]] = {"grow": [], "break": []}  # this thread's CPU time: what load cannot inflate
     after_ms: list[float] = []
     dumps_ms: list[float] = []
     for block in range(requests // 50):
@@ -101,9 +104,10 @@ async def run(tokens: int, requests: int, redis_url: str | None) -> int:
             session = "grow" if (block + i) % 2 else "break"
             raw = appended if session == "grow" else edited
             ctx = context(settings, providers, policy, raw, session)
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             await stage.before(ctx)
             explain[session].append((time.perf_counter() - t0) * 1000)
+            cpu[session].append((time.thread_time() - c0) * 1000)
             assert ctx.prefix is not None and ctx.prefix.previous is not None
             assert (ctx.prefix.break_ is None) is (session == "grow")
             if i % 10 == 0:
@@ -119,20 +123,26 @@ async def run(tokens: int, requests: int, redis_url: str | None) -> int:
     await store.close()
 
     base_p50 = statistics.median(dumps_ms)
+    import os
+
+    load = os.getloadavg()[0]
     print(f"prompt: ~{n_tokens} tokens, {len(appended) // 1024} KiB of JSON; {requests} requests; store: "
           f"{'redis' if redis_url else 'embedded'}")
-    print("| case | explainer before() p50 ms | p99 ms | ÷ JSON serialization of the body (p50) |")
-    print("|---|---|---|---|")
+    print("| case | explainer before() p50 ms | p99 ms | CPU time p50 ms | ÷ JSON serialization of the body (p50) |")
+    print("|---|---|---|---|---|")
     for name, values in explain.items():
         label = "append-only (whole prompt hashed)" if name == "grow" else "system edited at the top (break)"
         print(f"| {label} | {statistics.median(values):.3f} | {_p(values, 0.99):.3f} | "
-              f"{statistics.median(values) / base_p50:.1f}× |")
-    print(f"| baseline: orjson.dumps of the body | {base_p50:.3f} | {_p(dumps_ms, 0.99):.3f} | 1.0× |")
+              f"{statistics.median(cpu[name]):.3f} | {statistics.median(values) / base_p50:.1f}× |")
+    print(f"| baseline: orjson.dumps of the body | {base_p50:.3f} | {_p(dumps_ms, 0.99):.3f} | – | 1.0× |")
+    print(f"load average before: {load:.2f}")
     print(f"\nafter() (off the request path): p50 {statistics.median(after_ms):.3f} ms, "
           f"p99 {_p(after_ms, 0.99):.3f} ms")
     worst = max(statistics.median(v) for v in explain.values())
+    worst_cpu = max(statistics.median(v) for v in cpu.values())
     verdict = "met" if worst <= TARGET_MS else "missed"
-    print(f"Target ≤ {TARGET_MS} ms p50 on the request path: {verdict} (worst case p50 {worst:.3f} ms).")
+    print(f"Target ≤ {TARGET_MS} ms p50 on the request path: {verdict} (worst case p50 {worst:.3f} ms wall, "
+          f"{worst_cpu:.3f} ms CPU; on a shared machine the wall figure includes time other processes ran).")
     return 0 if worst <= TARGET_MS else 1
 
 
