@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gateway.semantic.lexical import Analysis, Token
-from gateway.semantic.lexicon import english_words
+from gateway.semantic.lexicon import english_words, wordnet_senses
 
 
 @dataclass(slots=True)
@@ -57,6 +57,10 @@ def same_word(a: Token, b: Token) -> bool:
         short, long_ = (u, v) if len(u) <= len(v) else (v, u)
         if len(short) >= 3 and len(long_) - len(short) >= 2 and long_.startswith(short):
             return True  # a clipped form: prod/production, notifs/notifications
+    if lemmas(x) & lemmas(y):
+        return True  # one noun or verb inflected: movies/movie, bought/buy, booking/book
+    if synonyms(x, y):
+        return True  # WordNet: the two share a synset among their most frequent senses
     short = x if len(x) <= len(y) else y
     if len(short) >= 5 and (x.startswith(y) or y.startswith(x)):
         return True  # germany/german, emails/email
@@ -69,6 +73,44 @@ def same_word(a: Token, b: Token) -> bool:
         limit = 2 if len(short) >= 8 else 1
         return damerau1(x, y) <= limit
     return False
+
+
+@lru_cache(maxsize=65536)
+def lemmas(word: str) -> frozenset[str]:
+    """The noun and verb lemmas of an English word form (LemmInflect's lexicon; empty without it).
+    Adjective and adverb lemmas are left out on purpose: `better` → `good` is a comparative."""
+    try:
+        from lemminflect import getAllLemmas
+    except ImportError:
+        return frozenset()
+    found = getAllLemmas(word)
+    return frozenset(lemma for pos in ("NOUN", "VERB") for lemma in found.get(pos, ()))
+
+
+@lru_cache(maxsize=65536)
+def synonyms(x: str, y: str) -> bool:
+    """Both words (or their noun/verb lemmas) share a synset among their most frequent WordNet senses."""
+    senses = wordnet_senses()
+
+    def of(word: str) -> frozenset[str]:
+        found = senses.get(word, frozenset())
+        for lemma in lemmas(word):
+            found |= senses.get(lemma, frozenset())
+        return found
+
+    return bool(of(x) & of(y))
+
+
+def _compound(tok: Token, others: list[Token]) -> list[int] | None:
+    """Two adjacent words on the other side written as one here: `setup` / `set up`, `login` / `log in`."""
+    word = tok.raw
+    if len(word) < 5 or not word.isalpha():
+        return None
+    for k in range(len(others) - 1):
+        x, y = others[k], others[k + 1]
+        if not (x.han or y.han or x.number or y.number) and x.raw + y.raw == word:
+            return [k, k + 1]
+    return None
 
 
 def _acronym(tok: Token, others: list[Token]) -> list[int] | None:
@@ -110,15 +152,15 @@ def align(a: Analysis, b: Analysis) -> Alignment:
                 matched_b.add(j)
                 canon_b[j] = a.tokens[i].text
                 break
-    # 3. acronyms, either way
+    # 3. acronyms and closed-up compounds, either way
     for i in a_content:
-        if i not in matched_a and (run := _acronym(a.tokens[i], b.tokens)):
+        if i not in matched_a and (run := _acronym(a.tokens[i], b.tokens) or _compound(a.tokens[i], b.tokens)):
             matched_a.add(i)
             matched_b.update(j for j in run if j in b_content)
             for j in run:
                 canon_b[j] = a.tokens[i].text
     for j in b_content:
-        if j not in matched_b and (run := _acronym(b.tokens[j], a.tokens)):
+        if j not in matched_b and (run := _acronym(b.tokens[j], a.tokens) or _compound(b.tokens[j], a.tokens)):
             matched_b.add(j)
             matched_a.update(i for i in run if i in a_content)
             canon_b[j] = " ".join(a.tokens[i].text for i in run)
