@@ -30,6 +30,7 @@ import uvicorn
 from gateway_dev.emulators.clock import Clock
 from gateway_dev.emulators.faults import Faults
 from gateway_dev.emulators.latency import LatencyModel, parse_latency
+from gateway_dev.emulators.platform_app import PlatformEmulators
 from gateway_dev.emulators.tokens import get_tokenizer
 from gateway_dev.emulators.vendor import VendorEmulators
 from gateway_dev.emulators.vllm_app import VLLMConfig, VLLMReplica
@@ -68,7 +69,8 @@ class EmulatorSet:
     def __init__(self, *, vllm_replicas: int = 0, latency: LatencyModel | str | None = None,
                  frozen_clock: bool = True, valid_keys: set[str] | None = None, output_tokens: int = 40,
                  vllm: VLLMConfig | None = None, vllm_configs: list[VLLMConfig] | None = None,
-                 host: str = "127.0.0.1", port: int = 0, vllm_ports: list[int] | None = None) -> None:
+                 host: str = "127.0.0.1", port: int = 0, vllm_ports: list[int] | None = None,
+                 platform_port: int = 0) -> None:
         if isinstance(latency, str):
             latency = parse_latency(latency)
         self.state = EmulatorState(clock=Clock(frozen=frozen_clock), latency=latency or LatencyModel(),
@@ -77,6 +79,10 @@ class EmulatorSet:
         self.faults = Faults(len(configs))
         self.vendors = VendorEmulators(self.state, self.faults)
         self.replicas = [VLLMReplica(self.state, self.faults.vllm[i], c, index=i) for i, c in enumerate(configs)]
+        # Azure OpenAI, Vertex AI and Bedrock on a port of their own (another host each in production).
+        self.platforms = PlatformEmulators(self.state)
+        self._platform_port = platform_port
+        self._platform: _Served | None = None
         self.host = host
         self._port = port
         self._vllm_ports = vllm_ports or [0] * len(configs)
@@ -110,8 +116,10 @@ class EmulatorSet:
         """Forget the call counters and recorded requests (and, with caches=True, every cache)."""
         self.state.log.reset()
         self.faults.clear_all()
+        self.platforms.faults.clear_all()
         if caches:
             self.vendors.clear_caches()
+            self.platforms.clear_caches()
             for r in self.replicas:
                 r.reset()
 
@@ -136,6 +144,13 @@ class EmulatorSet:
     @property
     def gemini_base_url(self) -> str:
         return self.vendor_url
+
+    @property
+    def platform_url(self) -> str:
+        """The cloud-platform emulators' root: Azure OpenAI endpoint (`azure_endpoint=`), Vertex AI base URL and
+        token endpoint (`{platform_url}/token`), Bedrock runtime endpoint (`endpoint_url=`)."""
+        assert self._platform is not None, "EmulatorSet is not started"
+        return f"http://{self.host}:{self._platform.port}"
 
     @property
     def vllm_urls(self) -> list[str]:
@@ -163,6 +178,7 @@ class EmulatorSet:
         self._thread.start()
         ready.wait()
         self._vendor = self._serve(self.vendors.app, self._port)
+        self._platform = self._serve(self.platforms.app, self._platform_port)
         self._vllm = [None] * len(self.replicas)
         for i in range(len(self.replicas)):
             self.start_vllm(i, fresh=False)
@@ -215,7 +231,7 @@ class EmulatorSet:
     def stop(self) -> None:
         if self._thread is None or self._loop is None:
             return
-        servers = [s for s in [self._vendor, *self._vllm] if s is not None]
+        servers = [s for s in [self._vendor, self._platform, *self._vllm] if s is not None]
         for s in servers:
             s.server.should_exit = True
             s.server.force_exit = True
@@ -226,6 +242,7 @@ class EmulatorSet:
         self._loop.close()
         self._thread = self._loop = None
         self._vendor = None
+        self._platform = None
         self._vllm = []
 
     def __enter__(self) -> EmulatorSet:
@@ -244,7 +261,8 @@ class EmulatorSet:
     def describe(self) -> dict[str, Any]:
         return {"vendor_url": self.vendor_url, "openai_base_url": self.openai_base_url,
                 "anthropic_base_url": self.anthropic_base_url, "gemini_base_url": self.gemini_base_url,
-                "deepseek_base_url": self.deepseek_base_url, "vllm_urls": self.vllm_urls}
+                "deepseek_base_url": self.deepseek_base_url, "vllm_urls": self.vllm_urls,
+                "platform_url": self.platform_url}
 
 
 def _copy(config: VLLMConfig | None) -> VLLMConfig:

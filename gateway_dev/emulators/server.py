@@ -1,6 +1,7 @@
 """The emulators as a standalone server: `python -m gateway_dev.emulators` / `llm-cache-gateway emulator`.
 
-The vendor app listens on `port`, vLLM replica i on `port + 1 + i` (all free ports when `port` is 0). The
+The vendor app listens on `port`, vLLM replica i on `port + 1 + i` (all free ports when `port` is 0), the
+cloud-platform emulators (Azure OpenAI, Vertex AI, Bedrock) on `platform_port` (default: a free port). The
 URLs are printed, the last line machine-readable (`EMULATORS {...json...}`), and SIGTERM/SIGINT stop it
 cleanly. The clock follows real time here (still movable through `POST /_emulator/clock`).
 """
@@ -26,6 +27,7 @@ def run(port: int, vllm_replicas: int, host: str = "127.0.0.1", *, latency: str 
         kv_capacity_blocks: int | None = None, block_size: int | None = None, max_num_seqs: int | None = None,
         max_model_len: int | None = None, served_model_names: list[str] | None = None,
         output_tokens: int | None = None, valid_keys: list[str] | None = None, frozen_clock: bool = False,
+        platform_port: int = 0,
         ready: threading.Event | None = None, stop: threading.Event | None = None,
         **latency_overrides: float) -> None:
     """Serve until SIGTERM/SIGINT (or `stop` is set). `latency` is a preset ("default", "zero", "realistic")
@@ -40,7 +42,8 @@ def run(port: int, vllm_replicas: int, host: str = "127.0.0.1", *, latency: str 
     emu = EmulatorSet(vllm_replicas=vllm_replicas, latency=model, frozen_clock=frozen_clock,
                       valid_keys=set(valid_keys) if valid_keys else None, output_tokens=output_tokens or 40,
                       vllm=vllm, host=host, port=port,
-                      vllm_ports=[port + 1 + i for i in range(vllm_replicas)] if port else None)
+                      vllm_ports=[port + 1 + i for i in range(vllm_replicas)] if port else None,
+                      platform_port=platform_port)
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -50,6 +53,8 @@ def run(port: int, vllm_replicas: int, host: str = "127.0.0.1", *, latency: str 
         print(f"vendor emulators (OpenAI, Anthropic, Gemini, DeepSeek): {info['vendor_url']}")
         print(f"  OpenAI/DeepSeek base_url: {info['openai_base_url']}   "
               f"Anthropic/Gemini base_url: {info['vendor_url']}")
+        print(f"cloud platforms (Azure OpenAI, Vertex AI, Bedrock): {info['platform_url']}   "
+              f"Vertex token endpoint: {info['platform_url']}/token")
         for i, url in enumerate(info["vllm_urls"]):
             print(f"vLLM replica {i} ({', '.join(vllm.served_model_names)}): {url}")
         print(f"latency: {model.as_dict()}")
@@ -64,6 +69,7 @@ def run(port: int, vllm_replicas: int, host: str = "127.0.0.1", *, latency: str 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The CLI options (shared by `python -m gateway_dev.emulators` and `llm-cache-gateway emulator`)."""
     p.add_argument("--port", type=int, default=8090, help="vendor port; vLLM replicas on port+1..port+K (0: free)")
+    p.add_argument("--platform-port", type=int, default=0, help="Azure OpenAI / Vertex AI / Bedrock port (0: free)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--vllm-replicas", type=int, default=0)
     p.add_argument("--latency", default=None, help='preset "default" | "zero" | "realistic", or "base=..,prefill=..'
@@ -83,6 +89,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     run(args.port, args.vllm_replicas, args.host, latency=args.latency, kv_capacity_blocks=args.kv_capacity_blocks,
         block_size=args.block_size, max_num_seqs=args.max_num_seqs, max_model_len=args.max_model_len,
         served_model_names=args.model, output_tokens=args.output_tokens, valid_keys=args.valid_key,
+        platform_port=getattr(args, "platform_port", 0),
         base=args.base, prefill=args.prefill, cached=args.cached, itl=args.itl)
     return 0
 

@@ -24,15 +24,18 @@ async def test_lag_rises_with_a_busy_loop_and_decays_after() -> None:
     lag = LoopLag(interval=0.01)
     lag.ensure_running()
     await asyncio.sleep(0.05)
-    assert lag.value < 0.01
+    idle = lag.value
+    # Bounds relative to what a loop turn costs here: on a loaded machine an idle loop is late too.
+    assert idle < 0.02
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.call_soon(_hog, loop, stop, 0.03)
     await asyncio.sleep(0.3)
-    assert lag.value > 0.02
+    busy = lag.value
+    assert busy > 0.02
     stop.set()
     await asyncio.sleep(0.3)
-    assert lag.value < 0.01
+    assert lag.value < busy / 2
     await lag.stop()
 
 
