@@ -16,6 +16,7 @@ BENCHMARKS = {
     "response-cache": "gateway_dev.bench.response_cache",
     "semantic": "gateway_dev.bench.semantic",
     "semantic-lookup": "gateway_dev.bench.semantic_lookup",
+    "semantic-live": "gateway_dev.bench.semantic_live",
     "cost": "gateway_dev.bench.cost",
     "routing": "gateway_dev.bench.routing",
     "usage": "gateway_dev.bench.usage",
