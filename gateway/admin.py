@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import ORJSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import check_admin
 from gateway.config import Settings
@@ -24,6 +24,12 @@ class PurgeRequest(BaseModel):
     tenant: str
     layer: str | None = None  # response | semantic | provider; None = every layer
     version: str | None = None  # semantic cache: only entries of this knowledge version
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    request_id: str = Field(min_length=1, max_length=200)
+    correct: bool
 
 
 def admin_dependency(settings: Settings) -> Callable[[Request], None]:
@@ -60,5 +66,18 @@ def admin_router(parts: Components) -> APIRouter:
         except StoreUnavailable as exc:
             raise GatewayError(503, f"The store is unavailable; nothing more was purged ({removed}).") from exc
         return ORJSONResponse({"tenant": req.tenant, "removed": removed})
+
+    @router.post("/cache/feedback")
+    async def feedback(req: FeedbackRequest) -> ORJSONResponse:
+        """The application's word on a semantic hit (by the response's x-gateway-request-id): evidence
+        for the semantic layer; a wrong hit also drops the entry that answered it."""
+        stage = parts.pipeline.stage("semantic_cache")
+        handler = getattr(stage, "feedback", None)
+        if handler is None:
+            raise GatewayError(404, "the semantic cache is not enabled on this gateway")
+        result = await handler(req.request_id, req.correct)
+        if result is None:
+            raise GatewayError(404, "no semantic hit is known for this request id (or it is too old)")
+        return ORJSONResponse(result)
 
     return router

@@ -1,5 +1,6 @@
 """`llm-cache-gateway` (also `python -m gateway`): serve, demo, policy validate, emulator, lint,
-report and bench. Each subcommand imports what it needs only when it runs, so `--help` is instant."""
+report, semantic calibrate and bench. Each subcommand imports what it needs only when it runs, so `--help`
+is instant."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ BENCHMARKS = {
     "response-cache": "gateway_dev.bench.response_cache",
     "semantic": "gateway_dev.bench.semantic",
     "semantic-lookup": "gateway_dev.bench.semantic_lookup",
+    "semantic-live": "gateway_dev.bench.semantic_live",
     "cost": "gateway_dev.bench.cost",
     "prefix": "gateway_dev.bench.prefix",
     "routing": "gateway_dev.bench.routing",
@@ -60,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--since", default="7d")
     report.add_argument("--config", default=None)
 
+    semantic = sub.add_parser("semantic", help="semantic-cache tools (semantic calibrate --help)")
+    semantic.add_argument("semantic_command", choices=["calibrate"])
+    semantic.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that tool")
+
     bench = sub.add_parser("bench", help="benchmarks (print ratios against a same-run baseline)")
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark")
@@ -92,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gateway.usage.report import report_command
 
         return report_command(Settings.load(args.config), args.tenant, args.since)
+    if args.command == "semantic":
+        from gateway.semantic.calibrate import main as calibrate_main
+
+        return calibrate_main(args.args)
     if args.command == "bench":
         module = importlib.import_module(BENCHMARKS[args.name])
         return int(module.main(args.args) or 0)

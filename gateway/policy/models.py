@@ -126,6 +126,21 @@ class SemanticCachePolicy(_Strict):
     exclusive_terms: list[list[str]] = Field(
         default_factory=list,
         description="Groups of mutually exclusive terms (plan names, products): a hit must not swap them.")
+    # Learning from evidence (the reworded lane: questions that share few words). Before any
+    # evidence such a question misses; it is served once the observed error rate at its similarity
+    # is below this bound with 95 % confidence.
+    max_error_rate: float = Field(
+        0.01, gt=0.0, lt=0.5,
+        description="Largest error rate accepted for reworded-question hits, bounded from observed outcomes.")
+    verify_share: float = Field(
+        0.02, ge=0.0, le=1.0,
+        description="Share of would-be hits sent upstream anyway; the fresh answer is compared with the cached one.")
+    judge_model: str | None = Field(
+        None, min_length=1, max_length=200,
+        description="Model (served over an OpenAI-compatible upstream) that judges, in the background, "
+                    "whether a cached answer serves a new question. Unset: no judge.")
+    cross_language: bool = Field(
+        False, description="Allow hits between languages; only through the reworded lane's evidence.")
 
 
 class PromptRewritePolicy(_Strict):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gateway.semantic.lexical import Analysis, Token
-from gateway.semantic.lexicon import english_words
+from gateway.semantic.lexicon import english_words, wordnet_senses
 
 
 @dataclass(slots=True)
@@ -57,6 +57,10 @@ def same_word(a: Token, b: Token) -> bool:
         short, long_ = (u, v) if len(u) <= len(v) else (v, u)
         if len(short) >= 3 and len(long_) - len(short) >= 2 and long_.startswith(short):
             return True  # a clipped form: prod/production, notifs/notifications
+    if lemmas(x) & lemmas(y):
+        return True  # one noun or verb inflected: movies/movie, bought/buy, booking/book
+    if synonyms(x, y):
+        return True  # WordNet: the two share a synset among their most frequent senses
     short = x if len(x) <= len(y) else y
     if len(short) >= 5 and (x.startswith(y) or y.startswith(x)):
         return True  # germany/german, emails/email
@@ -69,6 +73,44 @@ def same_word(a: Token, b: Token) -> bool:
         limit = 2 if len(short) >= 8 else 1
         return damerau1(x, y) <= limit
     return False
+
+
+@lru_cache(maxsize=65536)
+def lemmas(word: str) -> frozenset[str]:
+    """The noun and verb lemmas of an English word form (LemmInflect's lexicon; empty without it).
+    Adjective and adverb lemmas are left out on purpose: `better` → `good` is a comparative."""
+    try:
+        from lemminflect import getAllLemmas
+    except ImportError:
+        return frozenset()
+    found = getAllLemmas(word)
+    return frozenset(lemma for pos in ("NOUN", "VERB") for lemma in found.get(pos, ()))
+
+
+@lru_cache(maxsize=65536)
+def synonyms(x: str, y: str) -> bool:
+    """Both words (or their noun/verb lemmas) share a synset among their most frequent WordNet senses."""
+    senses = wordnet_senses()
+
+    def of(word: str) -> frozenset[str]:
+        found = senses.get(word, frozenset())
+        for lemma in lemmas(word):
+            found |= senses.get(lemma, frozenset())
+        return found
+
+    return bool(of(x) & of(y))
+
+
+def _compound(tok: Token, others: list[Token]) -> list[int] | None:
+    """Two adjacent words on the other side written as one here: `setup` / `set up`, `login` / `log in`."""
+    word = tok.raw
+    if len(word) < 5 or not word.isalpha():
+        return None
+    for k in range(len(others) - 1):
+        x, y = others[k], others[k + 1]
+        if not (x.han or y.han or x.number or y.number) and x.raw + y.raw == word:
+            return [k, k + 1]
+    return None
 
 
 def _acronym(tok: Token, others: list[Token]) -> list[int] | None:
@@ -100,6 +142,18 @@ def align(a: Analysis, b: Analysis) -> Alignment:
         if slots:
             matched_b.add(slots.pop(0))
             matched_a.add(i)
+    # 2a. a closed-up compound (`setup` / `set up`) before spellings: `set` would pass for a clipped `setup`
+    for side, own, other, mine, theirs in ((0, a, b, matched_a, matched_b), (1, b, a, matched_b, matched_a)):
+        content, other_content = (a_content, b_content) if side == 0 else (b_content, a_content)
+        for i in content:
+            if i not in mine and (run := _compound(own.tokens[i], other.tokens)) and not theirs.intersection(run):
+                mine.add(i)
+                theirs.update(j for j in run if j in other_content)
+                if side == 0:
+                    for j in run:
+                        canon_b[j] = a.tokens[i].text
+                else:
+                    canon_b[i] = " ".join(a.tokens[j].text for j in run)
     # 2. the same word spelled differently
     for i in a_content:
         if i in matched_a:

@@ -106,6 +106,13 @@ class ClientStore(VectorStore):
             conditions.append(models.FieldCondition(key="version", match=models.MatchValue(value=version)))
         return await self._delete(conditions)
 
+    async def delete(self, tenant: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return await self._delete([models.HasIdCondition(has_id=list(ids)),
+                                   models.FieldCondition(key="tenant",
+                                                         match=models.MatchValue(value=check_tenant(tenant)))])
+
     async def purge_expired(self, now: float | None = None) -> int:
         cut = time.time() if now is None else now
         return await self._delete([models.FieldCondition(key="expires_at", range=models.Range(lte=cut))])

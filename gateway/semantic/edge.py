@@ -127,6 +127,12 @@ class EdgeStore(VectorStore):
             conditions.append(qe.FieldCondition(key="version", match=qe.MatchValue(version)))
         return await self._delete(conditions)
 
+    async def delete(self, tenant: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return await self._delete([qe.HasIdCondition(set(ids)),
+                                   qe.FieldCondition(key="tenant", match=qe.MatchValue(check_tenant(tenant)))])
+
     async def purge_expired(self, now: float | None = None) -> int:
         cut = time.time() if now is None else now
         return await self._delete([qe.FieldCondition(key="expires_at", range=qe.RangeFloat(lte=cut))])

@@ -20,8 +20,13 @@ is compared with the new question word by word (`gateway.semantic.align`) and re
 - a name-like token (digits, ALL CAPS, camelCase, a capitalised word mid-sentence, an identifier,
   Latin text in Chinese) on one side has no counterpart on the other.
 
-When no content word changed at all (reordered, misspelt, abbreviated, politer), the cosine may be
-`same_content_margin` below the threshold: the words themselves say it is the same question.
+Two lanes. *Same content*: every content word of each question has a counterpart in the other
+(reordered, misspelt, abbreviated, politer): the words themselves say it is the same question, and
+the cosine may be `same_content_margin` below the threshold. *Reworded*: the guard found nothing
+wrong but some content words have no counterpart; the cosine cannot tell a paraphrase from a
+same-topic question with another intent, so `decide` never serves this lane: it returns
+`lane="reworded"` and the stage serves it only on evidence (`gateway.semantic.evidence`) and when
+the main action and its object agree (`gateway.semantic.structure`).
 """
 
 from __future__ import annotations
@@ -62,18 +67,29 @@ class GuardParams:
         return cls(**params)
 
 
+SAME_CONTENT = "same_content"
+REWORDED = "reworded"
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     hit: bool
-    reason: str  # "hit" or why not
+    reason: str  # "hit" or why not ("reworded": the reworded lane, which needs evidence)
     similarity: float
+    lane: str = ""  # SAME_CONTENT or REWORDED once the guard passed; "" when it rejected
 
 
 def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (),
-          params: GuardParams = GuardParams()) -> tuple[str | None, Alignment | None]:
+          params: GuardParams = GuardParams(), cross_language: bool = False) -> tuple[str | None, Alignment | None]:
     """The guard alone: the reason two questions must not share an answer, or None."""
-    if a.lang != b.lang and not params.cross_language:
-        return "cross_language", None
+    if a.lang != b.lang:
+        if not (params.cross_language or cross_language):
+            return "cross_language", None
+        # Words cannot be compared across languages: such a pair is never "same content"; only
+        # the reworded lane's evidence can serve it. Numbers and quoted strings still must agree.
+        if a.numbers != b.numbers:
+            return "number", None
+        return (None, None) if _quotes_agree(a, b) else ("quoted", None)
     if a.numbers != b.numbers:
         return "number", None
     if not _quotes_agree(a, b):
@@ -100,21 +116,31 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
     return None, al
 
 
+def lane_of(al: Alignment | None) -> str:
+    """SAME_CONTENT when every content word on both sides has a counterpart, else REWORDED."""
+    return SAME_CONTENT if al is not None and not al.unmatched_a and not al.unmatched_b else REWORDED
+
+
 def decide(cached: str, query: str, similarity: float, threshold: float,
-           exclusive_terms: Sequence[Sequence[str]] = (), params: GuardParams = GuardParams()) -> Verdict:
-    """May the answer cached for `cached` be served for `query`? `similarity` is their cosine."""
+           exclusive_terms: Sequence[Sequence[str]] = (), params: GuardParams = GuardParams(),
+           cross_language: bool = False) -> Verdict:
+    """May the answer cached for `cached` be served for `query`, before any evidence? `similarity`
+    is their cosine. A reworded pair at or above the threshold comes back as
+    `Verdict(False, "reworded", lane=REWORDED)`: the caller may serve it on evidence."""
     if similarity < threshold - params.same_content_margin:
         return Verdict(False, "below_threshold", similarity)
     if cached == query:
-        return Verdict(True, "hit", similarity)
+        return Verdict(True, "hit", similarity, SAME_CONTENT)
     a, b = analyze(cached), analyze(query)
-    reason, al = check(a, b, exclusive_terms, params)
+    reason, al = check(a, b, exclusive_terms, params, cross_language)
     if reason is not None:
         return Verdict(False, reason, similarity)
-    same_content = al is not None and not al.unmatched_a and not al.unmatched_b
-    if similarity < threshold and not same_content:
-        return Verdict(False, "below_threshold", similarity)
-    return Verdict(True, "hit", similarity)
+    lane = lane_of(al)
+    if lane == SAME_CONTENT:
+        return Verdict(True, "hit", similarity, lane)
+    if similarity < threshold:
+        return Verdict(False, "below_threshold", similarity, lane)
+    return Verdict(False, REWORDED, similarity, lane)
 
 
 def warm_up() -> None:

@@ -45,6 +45,7 @@ _CONTRACTIONS = [
 # Informal spellings of the negated auxiliaries ("doesnt", "cant", "wont").
 _BARE_NEG = re.compile(r"\b(do|does|did|is|are|was|were|has|have|had|could|would|should|ca|wo)nt\b", re.I)
 
+_NUMBER_ABBR = re.compile(r"\b(my|your|our|their|his|her|its|the|this|that)\s+no\.(?=\s|$)", re.I)
 _QUOTED = re.compile(r"[\"“”「『`]([^\"“”「」『』`]{1,80})[\"“”」』`]")
 _URL = re.compile(r"(?:https?://\S+|(?<![\w/])/[\w.-]+(?:/[\w.{}-]+)+)")
 _TOKEN = re.compile(rf"[{HAN}]+|[A-Za-z0-9$%]+(?:[._][A-Za-z0-9]+)*|[$%]")
@@ -188,6 +189,7 @@ def analyze(text: str) -> Analysis:
     quoted |= {u.lower().rstrip(".,;:?!") for u in _URL.findall(norm)}
     norm = re.sub(r"(?<=\d),(?=\d{3}\b)", "", norm)  # 1,000 → 1000
     norm = re.sub(r"\b(\d+(?:\.\d+)?)[kK]\b", lambda m: str(int(float(m.group(1)) * 1000)), norm)
+    norm = _NUMBER_ABBR.sub(r"\1 number", norm)  # "my no." is "my number", not a negation
     for pattern, repl in _CONTRACTIONS:
         norm = pattern.sub(repl, norm)
     norm = _BARE_NEG.sub(lambda m: m.group(1) + " not", norm)

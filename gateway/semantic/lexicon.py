@@ -27,7 +27,7 @@ tell know want need like way possible able
 """.split())  # noqa: SIM905 (a word list reads better as text)
 
 EN_NEGATORS = frozenset("""
-not no never none nothing nobody nowhere neither nor without cannot
+not no never none nothing nobody nowhere neither nor without cannot non
 """.split())  # noqa: SIM905 (a word list reads better as text)
 
 # Antonym pairs of general English (direction, state, operation, quantity, time). A question that
@@ -61,7 +61,7 @@ ZH_STOP = frozenset("""
 请问 请 麻烦 您好 你好 亲 谢谢 非常 问下 问一下 一下 一般 通常 的话 的 地 得 了 着 过 吗
 呢 吧 啊 呀 哦 嘛 啦 哈 呗 我们 你们 他们 我 你 您 他 她 它 咱们 是 在 会 能 要 想
 需要 应该 该 还 就 都 也 又 这个 那个 这 那 个 把 被 给 对 和 与 及 或 或者 等 之 其
-很 太 么 里 去 来 时候 时 当 然后
+很 太 么 里 去 来 时候 时 当 然后 多少 几
 """.split())  # noqa: SIM905 (a word list reads better as text)
 
 # Quantifiers of scope: "all my invoices" is not "last month's invoice"; "every key" is not "a key".
@@ -91,6 +91,20 @@ ZH_ANTONYMS: tuple[tuple[str, str], ...] = (
     ("临时", "永久"), ("全部", "部分"), ("单个", "多个"), ("成功", "失败"), ("允许", "禁止"), ("同意", "拒绝"),
     ("今年", "去年"), ("今年", "明年"), ("本月", "上月"), ("本月", "下月"), ("昨天", "明天"),
 )
+
+
+@lru_cache(maxsize=1)
+def wordnet_senses() -> dict[str, frozenset[str]]:
+    """English lemma → the synsets of its most frequent senses (WordNet 3.0; see WORDNET_LICENSE.txt).
+    Two words that share one are synonyms in a common sense (`movie`/`film`, `annual`/`yearly`)."""
+    import gzip
+
+    raw = resources.files("gateway.semantic").joinpath("data/wordnet_synsets.tsv.gz").read_bytes()
+    table: dict[str, set[str]] = {}
+    for line in gzip.decompress(raw).decode("utf-8").splitlines():
+        lemma, pos, offsets = line.split("\t")
+        table.setdefault(lemma, set()).update(pos + o for o in offsets.split(","))
+    return {k: frozenset(v) for k, v in table.items()}
 
 
 @lru_cache(maxsize=1)

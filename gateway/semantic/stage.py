@@ -3,10 +3,13 @@
 before(): when the request qualifies (`gateway.semantic.key.skip_reason`), embed the final user
 question, search the tenant's entries of this exact context (`Scope`: tenant + context hash +
 knowledge version + unexpired), and run the decision (`gateway.semantic.guard.decide`) on the
-candidates, best first. A hit returns the stored answer with `semantic-hit` and its similarity.
+candidates, best first. A same-content candidate is a hit; a reworded one only when the evidence
+bound (`gateway.semantic.learning`) and the questions' structure (`gateway.semantic.structure`)
+allow it. A hit returns the stored answer with `semantic-hit` and its similarity; a share of
+would-be hits (`verify_share`) goes upstream instead, to be compared.
 
 after(): a qualifying miss answered completely by the upstream is written, in a background task
-(the response never waits for it).
+(the response never waits for it); a verified would-be hit's fresh answer becomes evidence.
 
 Every failure of the embedder or the vector store is a plain miss: the request goes upstream.
 """
@@ -16,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,11 +34,15 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
+from gateway.semantic import structure
 from gateway.semantic.embedder import Embedder, backend_from_settings
-from gateway.semantic.guard import cosine_for, decide, similarity, warm_up
+from gateway.semantic.guard import REWORDED, cosine_for, decide, similarity, warm_up
+from gateway.semantic.judge import Judge
 from gateway.semantic.key import context_hash, skip_reason
+from gateway.semantic.learning import Learner, Pending, Served
+from gateway.semantic.lexical import analyze
 from gateway.semantic.options import SemanticOptions
-from gateway.semantic.store import Entry, Scope, VectorStore, collection_name
+from gateway.semantic.store import Candidate, Entry, Scope, VectorStore, collection_name
 
 log = logging.getLogger("gateway.semantic")
 
@@ -51,6 +59,17 @@ class _State:
     vector: np.ndarray | None = None
     hit: bool = False
     detail: dict[str, Any] = field(default_factory=dict)
+    verify: Pending | None = None  # a would-be hit sent upstream: its fresh answer is compared
+    served: Served | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Learning:
+    """The tenant's evidence settings for one lookup (policy `semantic_cache.*`)."""
+
+    max_error_rate: float = 0.01
+    verify_share: float = 0.0
+    cross_language: bool = False
 
 
 def open_vector_store(settings: Settings, embedder_name: str, dim: int) -> VectorStore:
@@ -73,7 +92,8 @@ class SemanticCacheStage(Stage):
     name = "semantic_cache"
 
     def __init__(self, settings: Settings, *, embedder: Embedder | None = None, store: VectorStore | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, judge: Judge | None = None,
+                 rng: random.Random | None = None) -> None:
         """`embedder` and `store` may be shared objects built by the caller; otherwise they come from
         the settings (`GATEWAY_EMBEDDING_MODEL`, `GATEWAY_QDRANT_URL` / `GATEWAY_DATA_DIR`)."""
         self.settings = settings
@@ -86,6 +106,8 @@ class SemanticCacheStage(Stage):
         self.embedder = embedder
         self.store = store
         self.clock = clock
+        self.learner = Learner(judge=judge, rng=rng)
+        self._loading: set[str] = set()
         self._open = False
         self._last_open_try = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -190,24 +212,31 @@ class SemanticCacheStage(Stage):
             CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
             return None
         scope = Scope(ctx.tenant, digest, policy.version, self.clock())
+        learning = Learning(policy.max_error_rate, policy.verify_share, policy.cross_language)
         try:
-            found = await self.lookup(scope, question, policy.threshold, asked, policy.exclusive_terms, state)
+            found = await self.lookup(scope, question, policy.threshold, asked, policy.exclusive_terms, state,
+                                      learning)
         except Exception as exc:
             CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
             self._warn("semantic cache lookup failed; treated as a miss", exc, ctx)
             return None
         if state.detail.get("rejected"):
             ctx.record["semantic_rejected"] = state.detail["rejected"]
+        if state.verify is not None:
+            ctx.record["semantic_verify"] = state.verify.lane
         if found is None:
             CACHE_LOOKUPS.labels(layer=LAYER, result="miss").inc()
             return None
         answer, cosine = found
         CACHE_LOOKUPS.labels(layer=LAYER, result="hit").inc()
+        if state.served is not None:
+            self.learner.served_hit(ctx.request_id, state.served)
+            ctx.record["semantic_lane"] = state.served.lane
         return self._hit(ctx, state, answer, cosine)
 
     async def lookup(self, scope: Scope, question: str, threshold: float, asked: float,
                      exclusive_terms: Sequence[Sequence[str]] = (), state: _State | None = None,
-                     ) -> tuple[Answer, float] | None:
+                     learning: Learning = Learning()) -> tuple[Answer, float] | None:
         """Embed, search inside `scope`, run the decision on the candidates best first: the first
         accepted one's answer and cosine, or None. Raises when the embedder or the store fails."""
         raw_threshold = cosine_for(threshold, self.anchor)
@@ -219,11 +248,28 @@ class SemanticCacheStage(Stage):
         floor = raw_threshold - self.options.guard.same_content_margin
         candidates = await self.store.search(scope, vector, self.options.top_k, floor)
         rejected: list[str] = []
+        explore: Candidate | None = None  # the best reworded candidate the evidence did not yet allow
+        lang = analyze(question).lang
         for cand in candidates:
-            verdict = decide(cand.question, question, cand.score, raw_threshold, exclusive_terms, self.options.guard)
-            if verdict.hit and asked > threshold and similarity(cand.score, self.anchor) < asked:
-                verdict = replace(verdict, hit=False, reason="below_requested_threshold")
-            if not verdict.hit:
+            verdict = decide(cand.question, question, cand.score, raw_threshold, exclusive_terms,
+                             self.options.guard, learning.cross_language)
+            if asked > threshold and similarity(cand.score, self.anchor) < asked and (verdict.hit or verdict.lane):
+                rejected.append("below_requested_threshold")
+                continue
+            pair_lang = lang if analyze(cand.question).lang == lang else "mixed"
+            if verdict.reason == REWORDED:
+                gate = self.learner.gate(scope.tenant, pair_lang, REWORDED, cand.id, cand.score,
+                                         learning.max_error_rate)
+                if not gate.serve:
+                    rejected.append(f"reworded:{gate.reason}")
+                    explore = explore or cand
+                    continue
+                if pair_lang != "mixed":
+                    agree = await self._agree(cand.question, question, pair_lang)
+                    if agree is not True:
+                        rejected.append("reworded:structure" if agree is False else "reworded:no_parser")
+                        continue
+            elif not verdict.hit:
                 rejected.append(verdict.reason)
                 continue
             try:
@@ -231,10 +277,48 @@ class SemanticCacheStage(Stage):
             except (BadEntry, KeyError, ValueError) as exc:
                 self._warn("semantic cache entry unreadable; skipped", exc)
                 continue
+            lane = verdict.lane
+            if state is not None and self.learner.sample(learning.verify_share):
+                state.verify = Pending(scope.tenant, pair_lang, lane, cand.id, cand.score, cand.question,
+                                       answer.text, question)
+                rejected.append("verification")
+                break
+            if state is not None:
+                state.served = Served(scope.tenant, pair_lang, lane, cand.id, cand.score)
             return answer, cand.score
+        if state is not None and state.verify is None and explore is not None:
+            with contextlib.suppress(BadEntry, KeyError, ValueError):  # it goes upstream anyway: compare for free
+                state.verify = Pending(scope.tenant, lang if analyze(explore.question).lang == lang else "mixed",
+                                       REWORDED, explore.id, explore.score, explore.question,
+                                       explore.answer().text, question)
         if state is not None and rejected:
             state.detail["rejected"] = rejected
         return None
+
+    async def _agree(self, cached: str, query: str, lang: str) -> bool | None:
+        """Structure check off the event loop. The parser loads (seconds) only once the evidence first
+        allows a reworded hit in that language, in the background; until then the lane misses."""
+        loop = asyncio.get_running_loop()
+        if not structure.ready(lang):
+            if lang not in self._loading:
+                self._loading.add(lang)
+                self._spawn(loop.run_in_executor(None, structure.load, lang))
+            return None
+        return await loop.run_in_executor(None, structure.agree, cached, query, lang)
+
+    async def feedback(self, request_id: str, correct: bool) -> dict[str, Any] | None:
+        """Admin API: the application says whether the hit served to `request_id` was right."""
+        return await self.learner.feedback(request_id, correct, self._drop)
+
+    async def _drop(self, tenant: str, entry_id: str) -> int:
+        self.learner.evidence.forget(entry_id)
+        if self.store is None or not await self._ensure_open():
+            return 0
+        try:
+            return await self.store.delete(tenant, [entry_id])
+        except Exception as exc:
+            self._warn("semantic cache: could not drop an entry shown wrong", exc)
+            return 0
 
     def _hit(self, ctx: RequestContext, state: _State, answer: Answer, cosine: float) -> Hit:
         state.hit = True
@@ -253,6 +337,8 @@ class SemanticCacheStage(Stage):
         if ctx.answered_by != "upstream":
             return
         policy = ctx.policy.semantic_cache
+        if state.verify is not None and answer.finish_reason == "stop":
+            self.learner.verified(state.verify, answer.text, policy.judge_model)
         storable = answer.finish_reason == "stop" or (answer.finish_reason == "tool_calls"
                                                       and policy.cache_tool_requests)
         if not storable:
@@ -274,9 +360,15 @@ class SemanticCacheStage(Stage):
             self._warn("semantic cache write failed; answer not stored", exc)
 
     async def drain(self) -> None:
-        """Wait for pending writes (tests, shutdown)."""
+        """Wait for pending writes and judge calls (tests, shutdown)."""
         while self._tasks:
             await asyncio.wait(list(self._tasks))
+        await self.learner.drain()
+
+    def _spawn(self, aw: Any) -> None:
+        task = asyncio.ensure_future(aw)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _warn(self, message: str, exc: BaseException, ctx: RequestContext | None = None) -> None:
         now = time.monotonic()

@@ -164,6 +164,10 @@ class VectorStore(ABC):
         """Remove a tenant's entries (of one version, or all); the number removed."""
 
     @abstractmethod
+    async def delete(self, tenant: str, ids: Sequence[str]) -> int:
+        """Remove these points when they belong to `tenant` (an entry shown wrong); the number removed."""
+
+    @abstractmethod
     async def purge_expired(self, now: float) -> int: ...
 
     @abstractmethod

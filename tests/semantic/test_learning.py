@@ -1,0 +1,82 @@
+"""The learning loop on the real stage: a reworded question misses until evidence opens its lane;
+feedback on a wrong hit drops the entry and its look-alikes miss; sampled verification compares."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from gateway.answer import Answer
+from gateway.config import Settings
+from gateway.semantic import structure
+from gateway.semantic.embedder import Embedder
+from gateway.semantic.guard import REWORDED
+from gateway.semantic.stage import SemanticCacheStage
+
+from ._helpers import chat, make_ctx, policy, use_backend
+
+CACHED = "How do I reset my password?"
+REWORD = "Is there a way for me to reset my password quickly?"  # reworded, same operation and object
+
+
+@pytest.fixture
+async def stage(tmp_path: Path) -> AsyncIterator[SemanticCacheStage]:
+    s = SemanticCacheStage(Settings(data_dir=tmp_path), embedder=Embedder(use_backend()), rng=random.Random(1))
+    await s.start()
+    try:
+        yield s
+    finally:
+        await s.stop()
+
+
+async def ask(stage: SemanticCacheStage, question: str, upstream_text: str | None, **semantic: object) -> object:
+    ctx = make_ctx(chat(question), pol=policy("acme", **semantic))
+    hit = await stage.before(ctx)
+    if hit is None and upstream_text is not None:
+        ctx.answer = Answer(text=upstream_text, model="gpt-4o-mini", provider="openai")
+        ctx.answered_by = "upstream"
+        await stage.after(ctx)
+        await stage.drain()
+    return hit, ctx
+
+
+def _open_the_lane(stage: SemanticCacheStage, sim: float) -> None:
+    """Evidence as a busy tenant would have gathered it: many right reworded hits near `sim`."""
+    for i in range(1500):
+        stage.learner.evidence.record("acme", "en", REWORDED, f"seen{i % 40}", sim - 0.15 * (i / 1500), True)
+    structure.load("en")
+
+
+async def test_reworded_misses_before_evidence_and_the_miss_is_compared(stage: SemanticCacheStage) -> None:
+    await ask(stage, CACHED, "Use the reset link.")
+    hit, ctx = await ask(stage, REWORD, "Use the reset link.")  # the same fresh answer: evidence of a right hit
+    assert hit is None
+    assert any(r.startswith("reworded:") for r in ctx.record["semantic_rejected"])  # type: ignore[attr-defined]
+    obs = stage.learner.evidence.observations("acme", "en", REWORDED)
+    assert len(obs) == 1 and obs[0][1] is True
+
+
+async def test_feedback_on_a_wrong_hit_drops_the_entry_and_look_alikes_miss(stage: SemanticCacheStage) -> None:
+    await ask(stage, CACHED, "Use the reset link.")
+    vector = await stage.embedder.embed(CACHED)
+    other = await stage.embedder.embed(REWORD)
+    _open_the_lane(stage, float(vector @ other) + 0.01)
+    hit, ctx = await ask(stage, REWORD, None)
+    assert hit is not None and hit.answer.text == "Use the reset link."  # type: ignore[attr-defined]
+    result = await stage.feedback(ctx.request_id, False)  # type: ignore[attr-defined]
+    assert result is not None and result["entry_dropped"] is True
+    again, _ = await ask(stage, REWORD, None)
+    assert again is None  # the entry is gone, and the neighbourhood learned a wrong hit at that similarity
+    assert await stage.feedback("gw-unknown", True) is None
+
+
+async def test_sampled_verification_sends_a_would_be_hit_upstream(stage: SemanticCacheStage) -> None:
+    await ask(stage, CACHED, "Use the reset link.")
+    hit, ctx = await ask(stage, CACHED + " ", "Use the reset link.", verify_share=1.0)  # same content
+    assert hit is None and ctx.record["semantic_verify"] == "same_content"  # type: ignore[attr-defined]
+    assert stage.learner.evidence.observations("acme", "en", "same_content")[0][1] is True
+    hit, _ = await ask(stage, CACHED + " ", None, verify_share=0.0)
+    assert hit is not None
