@@ -28,6 +28,7 @@ from gateway.passthrough import forward
 from gateway.pipeline import Pipeline, Stage
 from gateway.policy.registry import PolicyRegistry
 from gateway.protocols.translate import preload as preload_translation
+from gateway.provider_cache.explain import PrefixExplainStage
 from gateway.provider_cache.stage import ProviderCacheStage
 from gateway.providers import ProviderTable
 from gateway.respond import error_response
@@ -168,6 +169,7 @@ class Layers:
             ResponseCacheStage(self.store, idle_timeout=self.settings.read_timeout),
             SemanticCacheStage(self.settings),
             RewriteStage(),
+            PrefixExplainStage(self.settings, self.store, prices=usage.prices),
             ProviderCacheStage(self.settings, self.store, clients=self.clients, prices=usage.prices),
             *self.route(),
         ]

@@ -18,6 +18,7 @@ BENCHMARKS = {
     "semantic-lookup": "gateway_dev.bench.semantic_lookup",
     "semantic-live": "gateway_dev.bench.semantic_live",
     "cost": "gateway_dev.bench.cost",
+    "prefix": "gateway_dev.bench.prefix",
     "routing": "gateway_dev.bench.routing",
     "usage": "gateway_dev.bench.usage",
     "emulator": "gateway_dev.bench.emulator",
@@ -53,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("emulator", help="run the vendor emulators as a server (emulator --help: its options)")
 
     lint = sub.add_parser("lint", help="find cache-breaking patterns in a request body")
-    lint.add_argument("request", help="a JSON request body (OpenAI, Anthropic or Gemini shape)")
+    lint.add_argument("request", help="a JSON request body (OpenAI, Anthropic or Gemini shape); '-' reads stdin")
     lint.add_argument("--protocol", default=None, help="openai_chat | openai_responses | anthropic_messages | gemini")
 
     report = sub.add_parser("report", help="usage report per tenant and template")

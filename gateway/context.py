@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gateway.answer import Answer
     from gateway.policy.models import TenantPolicy
     from gateway.protocols.base import Conversation, ProtocolAdapter
+    from gateway.provider_cache.breaks import PrefixCheck
 
 
 @dataclass(eq=False)
@@ -65,6 +66,10 @@ class RequestContext:
     error: str | None = None
     ttft_s: float | None = None
     latency_s: float | None = None
+    # The prompt's template family (provider_cache/family.py): "" none, None not computed yet.
+    prefix_family: str | None = None
+    # What the prompt broke against the conversation's previous request (provider_cache/breaks.py).
+    prefix: PrefixCheck | None = None
     # Fields stages add to the usage record (prompt_cache_key, cache_retention, rewrite and
     # provider-cache decisions, saved cost of a hit ...).
     record: dict[str, Any] = field(default_factory=dict)

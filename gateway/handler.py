@@ -1,7 +1,8 @@
 """The request path, top to bottom.
 
     authenticate → policy → protocol adapter → [stages: usage → response cache → semantic cache →
-    rewrite → provider cache → route] → upstream → respond → [stages' after(), in reverse]
+    rewrite → prefix explainer → provider cache → route] → upstream → respond → [stages' after(),
+    in reverse]
 
 Each step is its own module; this file only strings them together and turns a `GatewayError`
 into the caller's vendor error shape.

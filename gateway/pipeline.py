@@ -3,7 +3,8 @@
 After authentication, policy and the protocol adapter (which may refuse a request), the layers run
 as stages, in this order:
 
-    usage → response cache → semantic cache → rewrite → provider cache → route → [upstream]
+    usage → response cache → semantic cache → rewrite → prefix explainer → provider cache → route
+    → [upstream]
 
 `before()` runs in that order. A stage may return a `Hit` (a cached answer): the stages after it
 and the upstream call are skipped. `after()` runs in reverse order, only for the stages whose

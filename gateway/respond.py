@@ -40,6 +40,10 @@ def gateway_headers(ctx: RequestContext) -> dict[str, str]:
     headers = {"x-gateway-request-id": ctx.request_id, "x-gateway-cache": ctx.cache_status}
     if ctx.similarity is not None:
         headers["x-gateway-similarity"] = f"{ctx.similarity:.4f}"
+    if ctx.prefix is not None:  # what the prompt broke (provider_cache/explain.py)
+        cause = ctx.prefix.header(ctx)
+        if cause:
+            headers["x-gateway-prefix-break"] = cause
     return headers
 
 

@@ -18,11 +18,14 @@ Formulas (rates per token; `NormalizedUsage` never double counts, see normalize.
            + output·output
     cost_without_cache = input_tokens·input + output·output
 A missing cache-read price means no known discount (read at the input price); a missing write
-price means writes cost the input price (OpenAI before GPT-5.6, DeepSeek, Gemini implicit).
+price means writes cost the input price (OpenAI before GPT-5.6, DeepSeek, Gemini implicit) —
+except on OpenAI's GPT-5.6 and later families, whose writes OpenAI bills at 1.25× the uncached
+input rate (its prompt-caching guide): there a missing write price is 1.25× the input price.
 Long-context tiers (litellm's `…_above_200k_tokens`, `…_above_272k_tokens`) price the whole
 request at the tier rates once the prompt passes the threshold, as the vendors do.
-Gemini explicit caches also bill storage per token-hour; litellm's map has no such field, so the
-list prices below are the default (ai.google.dev/pricing, via reference vendor-caching.md §4).
+Gemini explicit caches also bill storage per token-hour (Google's context-caching page); litellm's
+map has no such field, so the list prices below are the default — third-party quotes of Google's
+pricing page, not read on Google's own page: override them in the config (`storage_per_token_hour`).
 Not modelled: batch/flex/priority service tiers and audio/image token rates (priced as text).
 """
 
@@ -46,6 +49,16 @@ _GEMINI_STORAGE = (
     ("gemini-2.5-flash*", 1.0e-6),
     ("gemini-2.5-pro*", 4.5e-6),
 )
+
+OPENAI_WRITE_RATIO = 1.25  # GPT-5.6+: "cache writes cost 1.25× the uncached input token rate"
+_GPT = re.compile(r"^(?:openai/)?gpt-(\d+)(?:\.(\d+))?")
+
+
+def openai_writes_billed(model: str) -> bool:
+    """GPT-5.6 and later families bill cache writes."""
+    m = _GPT.match(model)
+    return bool(m) and (int(m.group(1)), int(m.group(2) or 0)) >= (5, 6)
+
 
 _DATED = (
     re.compile(r"-\d{4}-\d{2}-\d{2}$"),  # gpt-4o-2024-08-06
@@ -235,6 +248,9 @@ class PriceBook:
             source = "config" if prices.source in ("unknown", "self-hosted") else f"{prices.source}+config"
             # An override replaces the base prices; a tier from the map would contradict it.
             prices = replace(prices, **fields, source=source, tier=None, tier_threshold=None)
+        if provider in ("openai", "azure") and prices.cache_write is None and prices.input \
+                and openai_writes_billed(model):
+            prices = replace(prices, cache_write=prices.input * OPENAI_WRITE_RATIO)
         return prices
 
     def _litellm(self, provider: str, model: str) -> Prices | None:

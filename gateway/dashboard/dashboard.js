@@ -210,7 +210,32 @@
       .sort((a, b) => b.without - a.without).slice(0, 15);
     groupedBars(document.getElementById("chart-tenants"), money(data.by_tenant));
     groupedBars(document.getElementById("chart-templates"), money(data.by_template));
+    breaks(data.breaks);
     document.body.dataset.ready = "1";
+  }
+
+  function breaks(report) {
+    const body = document.querySelector("#breaks tbody");
+    body.textContent = "";
+    const rows = [];
+    for (const t of (report && report.tenants) || []) {
+      for (const r of t.templates) rows.push([report.tenant ? r.label : t.tenant + " · " + r.label, r]);
+    }
+    if (!rows.length) {
+      const tr = body.insertRow(), td = tr.insertCell();
+      td.colSpan = 9;
+      td.textContent = "No prefix breaks in this window.";
+      return;
+    }
+    const usd = (v) => "$" + v.toFixed(4);
+    for (const [name, r] of rows.slice(0, 20)) {
+      const causes = Object.entries(r.by_cause).map(([c, v]) => c + " " + v.breaks).join(", ");
+      const w = r.what_if_saved_usd;
+      const cells = [name, num(r.breaks), causes, num(r.tokens_lost), usd(r.cost_lost_usd), usd(w.rewrite),
+        usd(w.sort_tools), usd(w.pin_model), usd(w.move_volatile_field)];
+      const tr = body.insertRow();
+      for (const c of cells) tr.insertCell().textContent = c;
+    }
   }
 
   async function refresh(event) {

@@ -170,12 +170,24 @@ class OpenAICachePolicy(_Strict):
         "auto", description="auto: send a prompt_cache_key derived from the stable prefix; off: never.")
     retention: Literal["unset", "in_memory", "24h"] = Field(
         "unset", description="prompt_cache_retention to request; unset sends nothing.")
+    breakpoints: Literal["auto", "off"] = Field(
+        "auto", description="GPT-5.6 and later: place prompt_cache_breakpoint markers when the break-even says so, "
+                            "and send a prompt template whose writes are never read in explicit mode (no writes); "
+                            "off: leave the vendor's implicit caching as it is.")
 
 
 class ProviderCachePolicy(_Strict):
     anthropic: AnthropicCachePolicy = AnthropicCachePolicy()
     gemini: GeminiCachePolicy = GeminiCachePolicy()
     openai: OpenAICachePolicy = OpenAICachePolicy()
+    learn: bool = Field(
+        True, description="Decide cache writes from what the vendors reported for earlier writes of the same "
+                          "prompt template (stop writing a prefix whose writes are never read back); false: "
+                          "decide from the priors alone.")
+    vendor_diagnostics: bool = Field(
+        False, description="Ask the vendor why a prompt missed its cache where it can say (Anthropic cache "
+                           "diagnostics, OpenAI prompt_cache_diagnostics) and record its answer beside the "
+                           "gateway's own.")
 
 
 class TenantPolicy(_Strict):

@@ -95,6 +95,10 @@ class AnthropicMessagesAdapter(AdapterBase):
             extra["stop_sequence"] = body["stop_sequence"]
         if not plain:
             extra["content"] = content  # thinking, citations, server tools: replayed as they came
+        if isinstance(body.get("id"), str):
+            extra["vendor_message_id"] = body["id"]  # what the next request's cache diagnostics name
+        if isinstance(body.get("diagnostics"), dict):
+            extra["cache_diagnostics"] = body["diagnostics"]
         return Answer(
             text="".join(texts),
             model=body.get("model") or "",

@@ -57,6 +57,7 @@ class AnthropicStreamParser(ParserBase):
         self._blocks: dict[int, dict[str, Any]] = {}  # block index → block as it builds up
         self._pieces: dict[int, list[str]] = {}  # block index → text / json / thinking pieces
         self._plain = True  # only text and tool_use blocks so far
+        self._vendor: dict[str, Any] = {}  # message id and cache diagnostics, from message_start
 
     def answer(self) -> Answer | None:
         if not self._finished or self._error is not None:
@@ -66,6 +67,7 @@ class AnthropicStreamParser(ParserBase):
             extra["stop_sequence"] = self._stop_sequence
         if not self._plain:
             extra["content"] = [self._block(i) for i in sorted(self._blocks)]
+        extra.update(self._vendor)
         self._builder.extra = {NAME: extra}
         return self._builder.answer()
 
@@ -146,6 +148,8 @@ class AnthropicStreamParser(ParserBase):
         elif kind == "message_start":
             msg = obj.get("message") or {}
             self._usage = dict(msg.get("usage") or {})
+            self._vendor = {k: v for k, v in (("vendor_message_id", msg.get("id")),
+                                              ("cache_diagnostics", msg.get("diagnostics"))) if v}
             out.append(Start(model=msg.get("model") or ""))
         elif kind == "message_delta":
             delta = obj.get("delta") or {}

@@ -107,6 +107,8 @@ class OpenAIResponsesAdapter(AdapterBase):
             extra["service_tier"] = body["service_tier"]
         if stored_id(body):
             extra["id"] = stored_id(body)
+        if isinstance(body.get("prompt_cache_diagnostics"), dict):
+            extra["prompt_cache_diagnostics"] = body["prompt_cache_diagnostics"]
         if refusals:
             extra["refusal"] = "".join(refusals)
         return Answer(

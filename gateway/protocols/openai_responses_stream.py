@@ -102,6 +102,8 @@ class ResponsesStreamParser(ParserBase):
                 self._extra["service_tier"] = resp["service_tier"]
             if isinstance(resp.get("id"), str) and resp["id"].startswith("resp_") and resp.get("store") is not False:
                 self._extra["id"] = resp["id"]  # see openai_responses.stored_id
+            if isinstance(resp.get("prompt_cache_diagnostics"), dict):
+                self._extra["prompt_cache_diagnostics"] = resp["prompt_cache_diagnostics"]
             self._finished = True
             finish = finish_of(resp.get("status"), resp.get("incomplete_details"), bool(self._calls))
             out.append(Finish(finish_reason=finish, usage_raw=resp.get("usage") or {}))

@@ -1,13 +1,16 @@
-"""Anthropic `cache_control` breakpoints, placed by the gateway (vendor-caching.md §2.1).
+"""Anthropic `cache_control` breakpoints, placed by the gateway.
 
 Candidates, in order of value: the end of the stable conversation (the newest turn before the
 context block or the final user turn, so the next request of an append-only conversation reads all
-of it through the 20-block lookback), the end of `system` (shared by every session of a template),
-the end of `tools`. A candidate is dropped when its prefix is under the model's minimum, when the
-break-even says no write pays at either TTL, or when no slot is left: at most 4 markers in all,
-counting the client's own (a top-level `cache_control` uses one). Client markers stay where they
-are. TTL: the policy's, or per candidate the one with the lowest cost per use (5m write 1.25×,
-1h write 2×, read 0.1×); then longer TTLs are made to precede shorter ones, as the API requires.
+of it through the lookback), a bridge at the previous request's marker when the conversation grew
+by more than the lookback since (reads look back 20 positions from each breakpoint; a run of
+consecutive `tool_use` or `tool_result` blocks is one position), the end of `system` (shared by
+every session of a template), the end of `tools`. A candidate is dropped when its prefix is under
+the model's minimum, when the break-even says no write pays at either TTL, or when no slot is left:
+at most 4 markers in all, counting the client's own (a top-level `cache_control` uses one). Client
+markers stay where they are. TTL: the policy's, or per candidate the one with the lowest cost per
+use (5m write 1.25×, 1h write 2×, read 0.1×), with the family's observed re-use once it has any
+(`outcomes.py`); then longer TTLs are made to precede shorter ones, as the API requires.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from typing import Any
 import orjson
 
 from gateway.accounting.breakeven import Decision, best, decide, expected_reuses_keepalive
+from gateway.provider_cache.outcomes import Evidence
 from gateway.provider_cache.stats import PrefixStats
 from gateway.provider_cache.tables import CachePrices
 from gateway.provider_cache.tokens import TokenCounter
 
 MAX_MARKERS = 4
+LOOKBACK = 20
 TTL_S = {"5m": 300.0, "1h": 3600.0}
+TTL_KIND = {"5m": "short", "1h": "long"}
 PRIOR_REUSES = 1.0  # before any re-use was seen: one more request of the same prefix is assumed
 _INELIGIBLE = frozenset({"thinking", "redacted_thinking"})
 
@@ -34,6 +40,7 @@ class Block:
     tokens: int
     eligible: bool
     client_ttl: str | None = None
+    run: str | None = None  # "tool_use" | "tool_result": a run of one kind is one lookback position
 
 
 @dataclass
@@ -111,19 +118,35 @@ def flatten(body: dict[str, Any], counter: TokenCounter, stable_end: int) -> tup
             client += cc is not None
             if i < stable_end:
                 n, ok = _block_tokens(b, counter)
-                blocks.append(Block(("messages", i, j), n, ok, _ttl(cc) if cc is not None else None))
+                kind = b.get("type") if isinstance(b, dict) else None
+                blocks.append(Block(("messages", i, j), n, ok, _ttl(cc) if cc is not None else None,
+                                    kind if kind in ("tool_use", "tool_result") else None))
             elif cc is not None:
                 blocks.append(Block(("messages", i, j), 0, True, _ttl(cc)))
     return blocks, client
 
 
-def _candidates(blocks: list[Block], stable_end: int) -> list[tuple[str, int]]:
+def positions_between(blocks: list[Block], earlier: int, later: int) -> int:
+    """Lookback positions from block `later` back to block `earlier` (1: the same position)."""
+    positions, previous = 0, None
+    for i in range(later, earlier - 1, -1):
+        run = blocks[i].run
+        if run is None or run != previous:
+            positions += 1
+        previous = run
+    return positions
+
+
+def _candidates(blocks: list[Block], stable_end: int, previous_marker: int | None = None) -> list[tuple[str, int]]:
     """(name, block index) of our candidate positions, most valuable first."""
     out: list[tuple[str, int]] = []
     stable = [k for k, b in enumerate(blocks) if b.where[0] != "messages" or b.where[1] < stable_end]
     turn = next((k for k in reversed(stable) if blocks[k].where[0] == "messages" and blocks[k].eligible), None)
     if turn is not None:
         out.append(("turn", turn))
+        if previous_marker is not None and previous_marker < turn and blocks[previous_marker].eligible \
+                and positions_between(blocks, previous_marker, turn) > LOOKBACK:
+            out.append(("bridge", previous_marker))
     system = next((k for k in reversed(stable) if blocks[k].where[0] == "system" and blocks[k].eligible), None)
     if system is not None:
         out.append(("system", system))
@@ -133,10 +156,15 @@ def _candidates(blocks: list[Block], stable_end: int) -> list[tuple[str, int]]:
     return out
 
 
-def choose_ttl(policy_ttl: str, prices: CachePrices, stats: PrefixStats) -> tuple[str | None, dict[str, Decision]]:
+def choose_ttl(policy_ttl: str, prices: CachePrices, stats: PrefixStats,
+               evidence: Evidence | None = None) -> tuple[str | None, dict[str, Decision]]:
+    """The TTL with the lowest cost per use among those that pay. N − 1 is the family's observed reads
+    per write at that TTL once there is evidence, else the prior from the re-use interval."""
     options: dict[str, Decision] = {}
     for ttl in (("5m", "1h") if policy_ttl == "auto" else (policy_ttl,)):
-        reuses = expected_reuses_keepalive(stats.count, stats.interval_s, TTL_S[ttl], PRIOR_REUSES)
+        observed = evidence.observed_reuses(TTL_KIND[ttl]) if evidence is not None else None
+        reuses = observed if observed is not None else expected_reuses_keepalive(
+            stats.count, stats.interval_s, TTL_S[ttl], PRIOR_REUSES)
         write = prices.write if ttl == "5m" else prices.write_long
         options[ttl] = decide(write, prices.read, prices.input, reuses)
     chosen = best(options)
@@ -159,14 +187,15 @@ def _order_ttls(chosen: dict[int, str], blocks: list[Block]) -> dict[int, str]:
 
 
 def place(body: dict[str, Any], stable_end: int, model_min: int, policy_ttl: str, prices: CachePrices,
-          template: PrefixStats, conversation: PrefixStats, counter: TokenCounter) -> tuple[dict[str, Any], Placement]:
+          template: PrefixStats, conversation: PrefixStats, counter: TokenCounter,
+          evidence: Evidence | None = None) -> tuple[dict[str, Any], Placement]:
     blocks, client = flatten(body, counter, stable_end)
     cum: list[int] = []
     total = 0
     for b in blocks:
         total += b.tokens
         cum.append(total)
-    cands = _candidates(blocks, stable_end)
+    cands = _candidates(blocks, stable_end, conversation.marker)
     prefix_tokens = cum[cands[0][1]] if cands else 0
     plan = Placement("none", prefix_tokens, model_min, client)
     if not cands:
@@ -188,14 +217,15 @@ def place(body: dict[str, Any], stable_end: int, model_min: int, policy_ttl: str
         if len(chosen) >= slots:
             plan.skipped.append({"at": name, "reason": "no slot left"})
             continue
-        stats = conversation if name == "turn" else template
-        ttl, options = choose_ttl(policy_ttl, prices, stats)
+        stats = conversation if name in ("turn", "bridge") else template
+        ttl, options = choose_ttl(policy_ttl, prices, stats, evidence)
         if ttl is None:
             plan.skipped.append({"at": name, "reason": "break-even", "options": {t: d.as_record()
                                                                                  for t, d in options.items()}})
             continue
         chosen[k] = ttl
-        info[k] = {"at": name, "tokens": cum[k], "stats": stats.as_record(), "breakeven": options[ttl].as_record()}
+        info[k] = {"at": name, "block": k, "tokens": cum[k], "stats": stats.as_record(),
+                   "breakeven": options[ttl].as_record()}
     ordered = _order_ttls(chosen, blocks)
     out = body
     for k, ttl in sorted(ordered.items()):

@@ -152,8 +152,11 @@ class GeminiCaches:
         return rec if rec.get("expire", 0) - self._now() > SAFETY_S else None
 
     def break_even(self, prefix: Prefix, prices: CachePrices, stats: PrefixStats, ttl_s: float,
-                   prior: float) -> Decision:
-        reuses = expected_reuses_window(stats.count, stats.interval_s, ttl_s, max(prior, 0.0))
+                   prior: float, observed: float | None = None) -> Decision:
+        """`observed`: the family's reads per created cache so far (outcomes.py), which replaces the
+        prior and the interval estimate once there is evidence."""
+        reuses = observed if observed is not None else expected_reuses_window(
+            stats.count, stats.interval_s, ttl_s, max(prior, 0.0))
         # The creating request pays the creation at the input price and then reads the cache too.
         return decide(prices.input + prices.read, prices.read, prices.input, reuses,
                       storage_cost=prices.storage_hour * ttl_s / 3600.0)

@@ -10,9 +10,12 @@ session of a tenant, and never a key that mixes templates.
 
 `prompt_cache_retention` is set from the policy when the client sent none and the model accepts
 the value. GPT-5.6 and later charge 1.25× for writes and take `prompt_cache_breakpoint` markers:
-those models get markers at the end of the system messages and at the end of the stable
-conversation, as for Anthropic, when the break-even says the write pays (at most 3 new explicit
-ones in the default implicit mode, 4 in explicit mode, counting the client's).
+those models get markers at the end of the system messages, at the end of the stable conversation,
+and on the turn where the conversation's previous request put its own (a cached prefix is matched
+exactly at a breakpoint, so that is what reads it back), when the break-even says the write pays (at most 3 new explicit
+ones in the default implicit mode, 4 in explicit mode, counting the client's). Those models also
+write at the latest message by themselves in implicit mode: a family whose writes are never read
+back (outcomes.py) is sent in explicit mode without breakpoints, which writes nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 import orjson
 
 from gateway.accounting.breakeven import decide, expected_reuses_keepalive
+from gateway.provider_cache.outcomes import Evidence
 from gateway.provider_cache.stats import PrefixStats
 from gateway.provider_cache.tables import CachePrices, gpt_breakpoints, openai_retentions
 from gateway.provider_cache.tokens import TokenCounter
@@ -46,16 +50,22 @@ def shards_for(stats: PrefixStats) -> int:
     return min(MAX_SHARDS, 2 ** math.ceil(math.log2(rpm / PER_KEY_RPM)))
 
 
-def cache_key(tenant: str, prefix_hash: str, affinity: str, shards: int) -> str:
-    shard = int(hashlib.sha256(affinity.encode()).hexdigest()[:8], 16) % shards if shards > 1 else 0
+def shard_of(affinity: str, shards: int) -> int:
+    return int(hashlib.sha256(affinity.encode()).hexdigest()[:8], 16) % shards if shards > 1 else 0
+
+
+def cache_key(tenant: str, prefix_hash: str, affinity: str, shards: int, shard: int | None = None) -> str:
+    shard = shard_of(affinity, shards) if shard is None else shard
     digest = hashlib.sha256(f"{tenant}\x1f{prefix_hash}\x1f{shard}".encode()).hexdigest()
     return f"gw-{digest[:32]}"
 
 
 def set_key_and_retention(body: dict[str, Any], model: str, tenant: str, prefix_hash: str, affinity: str,
-                          stats: PrefixStats, key_policy: str, retention_policy: str
-                          ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Returns the (copied when changed) body and the record entry."""
+                          stats: PrefixStats, key_policy: str, retention_policy: str,
+                          conversation: PrefixStats | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Returns the (copied when changed) body and the record entry. A conversation keeps the shard it
+    was given on its first turn (`conversation.shard`) while the template's shard count grows: a new
+    key mid-conversation is a new cache namespace, and every token of it a miss."""
     out = body
     rec: dict[str, Any] = {}
     key = body.get("prompt_cache_key")
@@ -63,9 +73,11 @@ def set_key_and_retention(body: dict[str, Any], model: str, tenant: str, prefix_
         rec["key"] = "client"
     elif key_policy == "auto":
         shards = shards_for(stats)
-        key = cache_key(tenant, prefix_hash, affinity, shards)
+        kept = conversation.shard if conversation is not None and conversation.shard is not None else None
+        shard = kept if kept is not None and kept < MAX_SHARDS else shard_of(affinity, shards)
+        key = cache_key(tenant, prefix_hash, affinity, shards, shard)
         out = {**out, "prompt_cache_key": key}
-        rec.update(key="gateway", shards=shards)
+        rec.update(key="gateway", shards=shards, shard=shard)
     else:
         key = None
         rec["key"] = "off"
@@ -105,9 +117,21 @@ def _count_markers(turns: list[Any]) -> int:
     return n
 
 
+def stop_writing(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """GPT-5.6+ in explicit mode with no breakpoint: "the request does not use prompt caching or incur
+    cache-write charges". Left alone when the client chose its own options or breakpoints."""
+    turns = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    options = body.get("prompt_cache_options")
+    if (options is not None and not isinstance(options, dict)) or (isinstance(options, dict) and "mode" in options) \
+            or (isinstance(turns, list) and _count_markers(turns)):
+        return body, {"decision": "skip_client_options"}
+    merged = {**(options or {}), "mode": "explicit"}  # options without a mode: the gateway's diagnostics request
+    return {**body, "prompt_cache_options": merged}, {"decision": "skip_unread", "markers": []}
+
+
 def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_end: int, prices: CachePrices,
-                      template: PrefixStats, conversation: PrefixStats, counter: TokenCounter
-                      ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                      template: PrefixStats, conversation: PrefixStats, counter: TokenCounter,
+                      evidence: Evidence | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Markers for GPT-5.6+ (None: not such a model). `stable_end` counts turns before the tail."""
     if not gpt_breakpoints(model):
         return body, None
@@ -127,10 +151,15 @@ def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_en
                                                                 if t.get("tool_calls") else 0)
         ends.append(total)
     system_end = 0
-    while system_end < len(turns) and isinstance(turns[system_end], dict) \
+    while system_end < min(stable_end, len(turns)) and isinstance(turns[system_end], dict) \
             and turns[system_end].get("role") in ("system", "developer"):
-        system_end += 1
-    candidates = [("turn", stable_end - 1, conversation), ("system", system_end - 1, template)]
+        system_end += 1  # never past the stable part: the rewrite's context block is a system turn too
+    # GPT-5.6+ match a cached prefix exactly at a breakpoint: to read what the conversation's previous
+    # request wrote at its "turn" marker, this request needs a marker on that same turn.
+    previous = conversation.marker if conversation.marker is not None and conversation.marker < stable_end - 1 \
+        else -1
+    candidates = [("turn", stable_end - 1, conversation), ("previous", previous, conversation),
+                  ("system", system_end - 1, template)]
     rec: dict[str, Any] = {"decision": "none", "markers": [], "skipped": []}
     out = body
     placed: set[int] = set()
@@ -143,7 +172,8 @@ def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_en
         if ends[i] < MIN_TOKENS:
             rec["skipped"].append({"at": name, "reason": "under minimum", "tokens": ends[i]})
             continue
-        d = decide(prices.write, prices.read, prices.input,
+        observed = evidence.observed_reuses("short") if evidence is not None else None
+        d = decide(prices.write, prices.read, prices.input, observed if observed is not None else
                    expected_reuses_keepalive(stats.count, stats.interval_s, BREAKPOINT_TTL_S, 1.0))
         if not d.cache:
             rec["skipped"].append({"at": name, "reason": "break-even", "breakeven": d.as_record()})
@@ -155,7 +185,7 @@ def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_en
         out = marked
         placed.add(i)
         slots -= 1
-        rec["markers"].append({"at": name, "tokens": ends[i], "breakeven": d.as_record()})
+        rec["markers"].append({"at": name, "turn": i, "tokens": ends[i], "breakeven": d.as_record()})
     rec["decision"] = "breakpoints" if rec["markers"] else "skip_breakpoints"
     return out, rec
 

@@ -12,8 +12,11 @@ is computed from the body as sent), per the tenant's `provider_cache` policy and
 
 Each decision is counted (`gateway_provider_cache_decisions_total{provider,decision}`) and put in
 the usage record (`provider_cache`, `prompt_cache_key`, `cache_retention`, `storage_cost_usd`).
-The only store call on the request path is one small read (statistics and, for Gemini, the cache
-handle, together), bounded by a short timeout; on failure the policy's priors decide (fail-open).
+Decisions rest on what the vendors did with earlier writes of the same prefix family (`family.py`,
+`outcomes.py`): `after()` records each request's writes and reads from its usage, and a family whose
+writes are not read back stops writing (probing again now and then). The store calls on the request
+path are small reads made together (statistics, outcomes and, for Gemini, the cache handle), bounded
+by a short timeout; on failure the priors decide (fail-open).
 
 `on_upstream_error` lets the upstream call retry once after a failure our edits caused: a Gemini
 cache gone upstream (recreated), or a 400 about cache markers (sent again without them).
@@ -32,10 +35,13 @@ from typing import Any
 import orjson
 
 from gateway import metrics
+from gateway.accounting.normalize import dialect_for, normalize
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.pipeline import Hit, Stage
 from gateway.provider_cache import anthropic, gemini, openai
+from gateway.provider_cache.family import ensure_family
+from gateway.provider_cache.outcomes import NONE, Evidence, Outcome, OutcomeStore, outcome_key
 from gateway.provider_cache.stats import EMPTY, PrefixStats, StatsStore
 from gateway.provider_cache.tables import CachePrices, gpt_breakpoints, min_tokens, prices_for
 from gateway.provider_cache.tokens import TokenCounter, default_counter
@@ -74,6 +80,7 @@ class ProviderCacheStage(Stage):
         self.counter = counter or default_counter()
         store_timeout = float(getattr(settings, "store_timeout", 0.1) or 0.1)
         self.stats = StatsStore(store, timeout_s=store_timeout, clock=clock)
+        self.outcomes = OutcomeStore(store, timeout_s=store_timeout)
         self.gemini = gemini.GeminiCaches(store, lambda: self.clients.session("gemini"), timeout_s=create_timeout_s,
                                           store_timeout_s=store_timeout, clock=clock)
         self._prices_ready = prices is not None and getattr(prices, "_map", None) is not None
@@ -133,14 +140,26 @@ class ProviderCacheStage(Stage):
 
         return ident(lay.prefix_hash), (ident(lay.conversation_hash) if lay.history else None)
 
-    async def _read_stats(self, ctx: RequestContext, lay: Layout) -> tuple[str, str | None, PrefixStats, PrefixStats]:
+    def _evidence_key(self, ctx: RequestContext) -> str | None:
+        family = ensure_family(ctx)
+        learn = ctx.policy is None or ctx.policy.provider_cache.learn
+        return outcome_key(ctx.tenant, ctx.provider, ctx.model, family) if family and learn else None
+
+    async def _read_stats(self, ctx: RequestContext, lay: Layout
+                          ) -> tuple[str, str | None, PrefixStats, PrefixStats, Evidence]:
+        """Re-use statistics (template, conversation) and the family's observed outcomes, in one round
+        trip; the template's sighting is counted here, the conversation's once its marker is known."""
         tid, cid = self._ids(ctx, lay)
-        found = await self.stats.read(ctx.tenant, *([tid, cid] if cid else [tid]))
+        okey = self._evidence_key(ctx)
+        found, evidence = await asyncio.gather(self.stats.read(ctx.tenant, *([tid, cid] if cid else [tid])),
+                                               self.outcomes.read(okey) if okey else _none())
         template, conversation = found[0], (found[1] if cid else EMPTY)
         self.stats.record(ctx.tenant, tid, template)
+        state = ctx.scratch.setdefault(SCRATCH, {})
+        state["outcome_key"] = okey
         if cid:
-            self.stats.record(ctx.tenant, cid, conversation)
-        return tid, cid, template, conversation
+            state["conversation"] = (cid, conversation)
+        return tid, cid, template, conversation, evidence
 
     def _decided(self, ctx: RequestContext, provider: str, decision: str, record: dict[str, Any]) -> None:
         metrics.PROVIDER_CACHE_DECISIONS.labels(provider, decision).inc()
@@ -149,33 +168,71 @@ class ProviderCacheStage(Stage):
     def _keep_original(self, ctx: RequestContext, body: dict[str, Any]) -> None:
         ctx.scratch.setdefault(SCRATCH, {}).setdefault("original", body)
 
+    def _gated(self, ctx: RequestContext, gate: str, kind: str = "short") -> None:
+        """Remember the gate decision for `after()`, which records the outcome under it."""
+        state = ctx.scratch.setdefault(SCRATCH, {})
+        state["gate"], state["kind"] = gate, kind
+
     async def _anthropic(self, ctx: RequestContext, lay: Layout) -> None:
-        _, _, template, conversation = await self._read_stats(ctx, lay)
+        _, _, template, conversation, evidence = await self._read_stats(ctx, lay)
+        gate = evidence.gate()
         original = ctx.upstream_body
-        body, plan = anthropic.place(original, lay.stable_end, min_tokens("anthropic", ctx.model),
+        minimum = min_tokens("anthropic", ctx.model)
+        if gate == "skip_unread" and original.get("cache_control") is None:
+            self._conversation_seen(ctx, None)
+            self._gated(ctx, gate)
+            self._decided(ctx, "anthropic", "skip_unread", {"evidence": evidence.as_record(), "min_tokens": minimum})
+            return
+        body, plan = anthropic.place(original, lay.stable_end, minimum,
                                      ctx.policy.provider_cache.anthropic.ttl,  # type: ignore[union-attr]
                                      self.prices("anthropic", "anthropic", ctx.model), template, conversation,
-                                     self.counter)
+                                     self.counter, evidence)
         if body is not original:
             self._keep_original(ctx, original)
             ctx.upstream_body = body
         ttls = sorted({m["ttl"] for m in plan.markers})
         if ttls:
             ctx.record["cache_retention"] = ttls[0] if len(ttls) == 1 else "+".join(ttls)
-        self._decided(ctx, "anthropic", plan.decision, plan.as_record())
+        turn = next((m["block"] for m in plan.markers if m["at"] == "turn"), None)
+        self._conversation_seen(ctx, turn)
+        if plan.markers and not plan.client_markers:
+            self._gated(ctx, gate, "long" if ttls == ["1h"] else "short")
+        record = plan.as_record()
+        record["evidence"] = evidence.as_record()
+        record["gate"] = gate
+        self._decided(ctx, "anthropic", plan.decision, record)
+
+    def _conversation_seen(self, ctx: RequestContext, marker: int | None, shard: int | None = None) -> None:
+        found = ctx.scratch.get(SCRATCH, {}).get("conversation")
+        if found is not None:
+            self.stats.record(ctx.tenant, found[0], found[1], marker=-1 if marker is None else marker, shard=shard)
 
     async def _openai(self, ctx: RequestContext, lay: Layout, protocol: str) -> None:
         pol = ctx.policy.provider_cache.openai  # type: ignore[union-attr]
-        if pol.prompt_cache_key == "off" and pol.retention == "unset" and not gpt_breakpoints(ctx.model):
+        breakpoints = pol.breakpoints == "auto" and gpt_breakpoints(ctx.model)
+        if pol.prompt_cache_key == "off" and pol.retention == "unset" and not breakpoints:
             return  # nothing to decide: no statistics to read
-        _, _, template, conversation = await self._read_stats(ctx, lay)
+        _, _, template, conversation, evidence = await self._read_stats(ctx, lay)
         original = ctx.upstream_body
         affinity = ctx.session or lay.conversation_hash
         body, rec = openai.set_key_and_retention(original, ctx.model, ctx.tenant, lay.prefix_hash, affinity, template,
-                                                 pol.prompt_cache_key, pol.retention)
-        body, bp = openai.place_breakpoints(body, protocol, ctx.model, lay.stable_end,
-                                            self.prices("openai", "openai", ctx.model), template, conversation,
-                                            self.counter)
+                                                 pol.prompt_cache_key, pol.retention, conversation)
+        gate = evidence.gate() if breakpoints else "write"
+        if not breakpoints:
+            bp = None
+        elif gate == "skip_unread":
+            # GPT-5.6+ write at the latest message on their own (implicit mode): explicit mode without
+            # a breakpoint writes nothing, which is what a family whose writes are never read needs.
+            body, bp = openai.stop_writing(body)
+        else:
+            body, bp = openai.place_breakpoints(body, protocol, ctx.model, lay.stable_end,
+                                                self.prices("openai", "openai", ctx.model), template, conversation,
+                                                self.counter, evidence)
+        self._conversation_seen(ctx, next((m["turn"] for m in (bp or {}).get("markers", []) if m["at"] == "turn"),
+                                          None), rec.get("shard"))
+        if bp is not None and bp.get("decision") != "skip_client_options":
+            self._gated(ctx, gate)
+            bp["evidence"], bp["gate"] = evidence.as_record(), gate
         if body is not original:
             self._keep_original(ctx, original)
             ctx.upstream_body = body
@@ -205,13 +262,18 @@ class ProviderCacheStage(Stage):
         if prefix is None:
             self._decided(ctx, "gemini", "skip_min", {"prefix_tokens": tokens, "min_tokens": minimum})
             return
-        handle, found = await asyncio.gather(self.gemini.handle(ctx.tenant, prefix),
-                                             self.stats.read(ctx.tenant, prefix.cache_id))
+        okey = self._evidence_key(ctx)
+        ctx.scratch.setdefault(SCRATCH, {})["outcome_key"] = okey
+        handle, found, evidence = await asyncio.gather(self.gemini.handle(ctx.tenant, prefix),
+                                                       self.stats.read(ctx.tenant, prefix.cache_id),
+                                                       self.outcomes.read(okey) if okey else _none())
         stats = found[0]
         self.stats.record(ctx.tenant, prefix.cache_id, stats)
         prices = self.prices("gemini", "gemini", ctx.model)
-        rec: dict[str, Any] = {"prefix_tokens": prefix.tokens, "min_tokens": minimum,
-                               "leading_contents": prefix.leading, "stats": stats.as_record()}
+        gate = evidence.gate()
+        rec: dict[str, Any] = {"prefix_tokens": prefix.tokens, "min_tokens": minimum, "gate": gate,
+                               "leading_contents": prefix.leading, "stats": stats.as_record(),
+                               "evidence": evidence.as_record()}
         decision = "reuse"
         storage_usd = 0.0
         if handle is not None:
@@ -220,7 +282,14 @@ class ProviderCacheStage(Stage):
                 decision = "extend"
                 storage_usd = handle["tokens"] * hours * prices.storage_hour if handle else 0.0
         if handle is None:
-            d = self.gemini.break_even(prefix, prices, stats, pol.ttl, pol.min_expected_reuses)
+            # A probe's second half creates nothing: reads of a CachedContent need no marker, so
+            # the first half's cache shows by itself whether it is used.
+            if gate in ("skip_unread", "probe2"):
+                self._gated(ctx, gate)
+                self._decided(ctx, "gemini", "skip_unread", rec)
+                return
+            observed = evidence.observed_reuses("short")
+            d = self.gemini.break_even(prefix, prices, stats, pol.ttl, pol.min_expected_reuses, observed)
             rec["breakeven"] = d.as_record()
             if not d.cache:
                 self._decided(ctx, "gemini", "skip_breakeven", rec)
@@ -238,12 +307,34 @@ class ProviderCacheStage(Stage):
                 # Creation bills the cached tokens at the input price, then storage for the TTL.
                 storage_usd = handle["tokens"] * (prices.storage_hour * (handle["expire"] - handle["created"]) / 3600.0
                                                   + prices.input)
+        self._gated(ctx, gate)
+        ctx.scratch[SCRATCH]["gemini_outcome"] = decision
         self._use_gemini(ctx, prefix, handle)
         rec["cache_name"] = handle["name"]
         if storage_usd:
             ctx.record["storage_cost_usd"] = ctx.record.get("storage_cost_usd", 0.0) + storage_usd
             ctx.record["provider_cache_storage_usd"] = storage_usd
         self._decided(ctx, "gemini", decision, rec)
+
+    # ---- outcomes ------------------------------------------------------------------------------------
+    async def after(self, ctx: RequestContext) -> None:
+        """Record what the vendor did with this request's writes (from its usage) for its family."""
+        state = ctx.scratch.get(SCRATCH)
+        if not state or not state.get("outcome_key") or "gate" not in state:
+            return
+        if ctx.answer is None or ctx.answered_by != "upstream":
+            return
+        gate, kind = state["gate"], state.get("kind", "short")
+        created = state.get("gemini_outcome")
+        if ctx.provider == "gemini":  # a write is a CachedContent created, a read one used
+            outcome = Outcome(created == "create", created in ("reuse", "extend"), kind, gate)
+        else:
+            protocol = ctx.upstream_adapter.name if ctx.upstream_adapter else None
+            usage = normalize(dialect_for(ctx.provider, protocol, self.settings), ctx.answer.usage_raw or {})
+            outcome = Outcome(usage.cache_creation_input_tokens > 0, usage.cached_input_tokens > 0,
+                              "long" if usage.cache_write_long_tokens else kind, gate,
+                              usage.cache_creation_input_tokens, usage.cached_input_tokens)
+        await self.outcomes.record(state["outcome_key"], outcome)
 
     def _use_gemini(self, ctx: RequestContext, prefix: gemini.Prefix, handle: dict[str, Any]) -> None:
         state = ctx.scratch.setdefault(SCRATCH, {})
@@ -306,6 +397,10 @@ class ProviderCacheStage(Stage):
 
 _MEDIA = (b'"image', b'"file', b'"audio', b'"input_image', b'"input_file', b'"inline_data', b'"inlineData',
           b'"fileData', b'"document')
+
+
+async def _none() -> Evidence:
+    return NONE
 
 
 def _cannot_reach(body: dict[str, Any], minimum: int) -> bool:

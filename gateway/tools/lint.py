@@ -8,13 +8,17 @@ reports:
   token after the first one can never be served from a cache;
 - tools not sorted by name, or JSON-schema keys not in a canonical order: harmless only as long as
   every request builds them in exactly the same order;
-- per-user data (e-mail addresses, phone numbers, user/customer fields) before shared text: every
-  user gets a prefix of their own;
-- a stable prefix under the model's minimum cacheable length: the vendor caches nothing.
+- per-user data (e-mail addresses, phone numbers, user/customer fields) in the instructions or tool
+  definitions: every user gets a prefix of their own.
 
-Each finding carries the estimated money lost per 1,000 requests: the tokens a cache could no
-longer serve × (input price − cache-read price) × 1,000, with the model's prices from litellm's
-cost map (list-price ratios when the model is unknown). `template_report(records)` does the same
+A stable prefix under the model's minimum cacheable length is a note, not a finding: the vendor
+caches nothing there whatever the prompt does, so nothing in it can break a cache (exit 0).
+
+Each finding carries the tokens it costs and the money per 1,000 requests: tokens × (input price −
+cache-read price) × 1,000, with the model's prices from litellm's cost map (list-price ratios when
+the model is unknown). A finding's tokens are the part of the prefix from it to the next finding —
+what is lost because of it and of no later one — so the figures differ per finding and add up to
+the report's total, the prefix from the first finding on. `template_report(records)` does the same
 per prompt template from usage records (see its docstring for what records can and cannot show).
 """
 
@@ -54,11 +58,12 @@ _PER_USER = re.compile(
 
 @dataclass
 class Finding:
-    pattern: str  # volatile_in_prefix | unstable_tool_order | per_user_before_shared | prefix_under_minimum
+    pattern: str  # volatile_in_prefix | unstable_tool_order | per_user_before_shared
     where: str
     detail: str
-    tokens_lost: int
-    usd_per_1000: float
+    tokens_lost: int = 0
+    usd_per_1000: float = 0.0
+    offset: int = 0  # character offset in the rendered prefix (orders the findings)
 
     def as_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "where": self.where, "detail": self.detail,
@@ -74,11 +79,16 @@ class LintReport:
     min_tokens: int
     prices: CachePrices
     findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_lost(self) -> int:
+        return sum(f.tokens_lost for f in self.findings)
 
     @property
     def usd_per_1000(self) -> float:
-        """The loss of the worst finding: the losses overlap (each one already ends the prefix)."""
-        return max((f.usd_per_1000 for f in self.findings), default=0.0)
+        """The whole loss: the prefix from the first finding on (the findings' figures add up to it)."""
+        return sum(f.usd_per_1000 for f in self.findings)
 
 
 def guess_protocol(body: Mapping[str, Any]) -> str:
@@ -133,57 +143,84 @@ def lint_body(body: dict[str, Any], protocol: str | None = None, *, book: Any = 
     total = counter.count(text)
     report = LintReport(protocol, model, vendor, total, min_tokens(vendor, model), prices)
     gain = max(0.0, prices.input - prices.read) * 1000
-
-    def lost_after(offset: int) -> int:
-        before = counter.count(text[:offset])
-        return total - (before if before >= report.min_tokens else 0)
+    if total < report.min_tokens:
+        report.notes.append(f"the stable prefix (~{total} tokens) is under {model}'s minimum cacheable length of "
+                            f"{report.min_tokens}: the vendor caches none of it, so nothing here breaks a cache")
+        return report
 
     _, lay = mod.rewrite(body, Mover(detector_for(tenant_patterns)), RewriteOptions())
+    found: list[Finding] = []
     for m in lay.moved:
         offset = text.find(orjson.dumps(m.value).decode()[1:-1])
-        if offset < 0:
-            continue
-        lost = lost_after(offset)
-        report.findings.append(Finding("volatile_in_prefix", m.where, f"{m.kind} value {m.value!r}", lost, lost * gain))
+        if offset >= 0:
+            found.append(Finding("volatile_in_prefix", m.where, f"{m.kind} value {m.value!r}", offset=offset))
     if lay.tools_sorted:
-        report.findings.append(Finding("unstable_tool_order", "tools",
-                                       "tools are not sorted by name; any change in their order misses every token",
-                                       total, total * gain))
-    shared_text = "".join(orjson.dumps(v).decode() for k, v in parts if k != layout.turns_key)
+        offset = text.find('"tools"') if protocol != "openai_chat" else 0
+        found.append(Finding("unstable_tool_order", "tools", "tools are not sorted by name; any change in their "
+                             "order misses every token after them", offset=max(0, offset)))
+    shared = [(k, v) for k, v in parts if k != layout.turns_key] + _system_turns(protocol, turns[:layout.stable_end])
     detector = detector_for(tenant_patterns)
-    for m in _PER_USER.finditer(shared_text):
-        if detector.spans(m.group(0)):
-            continue  # a date or an id, reported above
-        lost = lost_after(m.start())
-        if lost > total // 2:
-            detail = f"per-user data {m.group(0)[:40]!r} precedes shared text"
-            report.findings.append(Finding("per_user_before_shared", "instructions", detail, lost, lost * gain))
-    if total < report.min_tokens:
-        report.findings.append(Finding("prefix_under_minimum", "prefix",
-                                       f"{total} tokens < {report.min_tokens}: {model} caches nothing", total,
-                                       total * gain))
+    for key, value in shared:
+        dumped = orjson.dumps(value).decode()
+        base = text.find(dumped)
+        for m in _PER_USER.finditer(dumped):
+            if detector.spans(m.group(0)):
+                continue  # a date or an id, reported above
+            found.append(Finding("per_user_before_shared", key, f"per-user data {m.group(0)[:40]!r} in "
+                                 f"{key}: every user gets a prefix of their own", offset=max(0, base) + m.start()))
+    _attribute(report, found, text, counter, gain)
     return report
+
+
+def _system_turns(protocol: str, turns: list[Any]) -> list[tuple[str, Any]]:
+    """System/developer turns (OpenAI's instructions live in the conversation list)."""
+    out: list[tuple[str, Any]] = []
+    if protocol in ("openai_chat", "openai_responses"):
+        for t in turns:
+            if not isinstance(t, dict) or t.get("role") not in ("system", "developer"):
+                break
+            out.append((str(t.get("role")), t.get("content")))
+    return out
+
+
+def _attribute(report: LintReport, found: list[Finding], text: str, counter: TokenCounter, gain: float) -> None:
+    """Each finding's tokens: from it to the next finding (the last: to the end of the prefix); none
+    before the model's minimum counts as cacheable, so what precedes an early finding is lost too."""
+    found.sort(key=lambda f: f.offset)
+    total = report.prefix_tokens
+    cuts = [counter.count(text[:f.offset]) for f in found]
+    if cuts and cuts[0] < report.min_tokens:
+        cuts[0] = 0  # the prefix before the first finding is too short to be cached by itself
+    for i, f in enumerate(found):
+        end = cuts[i + 1] if i + 1 < len(found) else total
+        f.tokens_lost = max(0, end - cuts[i])
+        f.usd_per_1000 = f.tokens_lost * gain
+        report.findings.append(f)
 
 
 def render(report: LintReport, name: str) -> str:
     lines = [f"{name}: {report.protocol}, model {report.model} ({report.vendor}; caches from "
              f"{report.min_tokens} tokens; prices {report.prices.source})",
              f"stable prefix: ~{report.prefix_tokens} tokens"]
+    for note in report.notes:
+        lines.append(f"note: {note}")
     if not report.findings:
         lines.append("no cache-breaking pattern found")
     for f in report.findings:
-        lines.append(f"  - {f.pattern} at {f.where}: {f.detail}; ~{f.tokens_lost} tokens uncacheable, "
-                     f"${f.usd_per_1000:.4f} lost per 1,000 requests")
+        lines.append(f"  - {f.pattern} at {f.where}: {f.detail}; ~{f.tokens_lost} tokens uncacheable because of "
+                     f"it, ${f.usd_per_1000:.4f} lost per 1,000 requests")
     if report.findings:
-        lines.append(f"estimated loss: ${report.usd_per_1000:.4f} per 1,000 requests "
+        lines.append(f"estimated loss: ~{report.tokens_lost} tokens, ${report.usd_per_1000:.4f} per 1,000 requests "
                      "(the rewrite layer, `prompt_rewrite: {enabled: true}`, fixes volatile values and tool order)")
     return "\n".join(lines)
 
 
 def lint_command(path: str, protocol: str | None = None) -> int:
-    """`llm-cache-gateway lint REQUEST.json`: 0 clean, 1 findings, 2 unreadable input."""
+    """`llm-cache-gateway lint REQUEST.json` (`-`: standard input): 0 clean (notes only), 1 findings,
+    2 unreadable input."""
     try:
-        body = orjson.loads(Path(path).read_bytes())
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        body = orjson.loads(raw)
     except (OSError, orjson.JSONDecodeError) as exc:
         print(f"lint: cannot read {path}: {exc}", file=sys.stderr)
         return 2

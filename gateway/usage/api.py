@@ -3,6 +3,7 @@
     GET /admin/usage?tenant=T[&since=7d]            totals (the contract's fields, hits by layer)
     GET /admin/usage/records?tenant=T&limit=N       newest records, newest first
     GET /admin/usage/report?tenant=T&since=7d       the report's data (per tenant, per template, break-even)
+    GET /admin/usage/breaks?tenant=T&since=7d       prefix breaks by cause and template, what fixing them saves
     GET /dashboard[?tenant=T&since=7d]              the dashboard page (admin key, see below)
     GET /dashboard/data?tenant=T&since=7d           the page's data as JSON
     GET /dashboard/assets/{dashboard.js,dashboard.css}
@@ -34,7 +35,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gateway.stores.base import KVStore, StoreUnavailable
 from gateway.usage import query
-from gateway.usage.keys import NO_TEMPLATE
+from gateway.usage.breaks import breaks_report
+from gateway.usage.keys import template_label
 from gateway.usage.report import report_data
 from gateway.usage.stage import UsageStage
 
@@ -111,6 +113,10 @@ def usage_router(get_store: Callable[[], KVStore], admin_auth: Callable[..., Any
         prices = usage.prices if usage is not None else None
         return await guarded(request, lambda store: report_data(store, tenant, since, prices))
 
+    @router.get("/admin/usage/breaks", dependencies=[Depends(admin_auth)])
+    async def usage_breaks(request: Request, tenant: str | None = None, since: str = "7d") -> Response:
+        return await guarded(request, lambda store: breaks_report(store, tenant, since))
+
     # ---- dashboard ------------------------------------------------------------------------------
     @router.get("/dashboard", include_in_schema=False)
     async def dashboard(request: Request, tenant: str | None = None, since: str = "7d",
@@ -173,7 +179,7 @@ async def dashboard_data(store: KVStore, tenant: str | None, since: str | None) 
         by_tenant[name] = {k: query.shape(await query.tenant_agg(store, name, query.parse_since(since)))[k]
                            for k in ("requests", "cost_usd", "cost_without_cache_usd", "saved_usd")}
         for template, agg in (await query.breakdown(store, name, "template", since)).items():
-            shown = "(no template)" if template == NO_TEMPLATE else template
+            shown = template_label(template)
             label = shown if tenant else f"{name} · {shown}"
             by_template[label] = {k: agg[k] for k in _MONEY}
     return {
@@ -185,6 +191,7 @@ async def dashboard_data(store: KVStore, tenant: str | None, since: str | None) 
         "series": [{"bucket": b["bucket"], **{k: b[k] for k in _SERIES_FIELDS}} for b in series],
         "by_tenant": by_tenant,
         "by_template": by_template,
+        "breaks": await breaks_report(store, tenant, since or "7d"),
     }
 
 

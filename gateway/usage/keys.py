@@ -9,12 +9,14 @@ keys share a slot. Layout (T = tenant, D = UTC day `2026-11-30`, H = UTC hour `2
     usage:{T}:agg   :agg:d:D   :agg:h:H               totals: all time, per day, per hour
     usage:{T}:models                   set of "provider/model"
     usage:{T}:model:<provider/model>:agg   …:d:D      per model
-    usage:{T}:templates                set of "id@version" ("-" for requests without a template)
+    usage:{T}:templates                set of "id@version" ("-:<provider/model>" for requests without a template)
     usage:{T}:tpl:<id@version>:agg     …:d:D          per template
     usage:{T}:tpl:<id@version>:meta    hash: provider, model last seen (for break-even prices)
 
 Aggregates are hashes of counters (HINCRBY / HINCRBYFLOAT), so every gateway replica adds into
-the same numbers; the fields are `FIELDS`.
+the same numbers; the fields are `FIELDS`. Prefix breaks (the explainer's record field `prefix`)
+count in the same hashes, per cause: `brk_<cause>`, `brk_<cause>_tokens`, `brk_<cause>_usd`, and
+`brk_reordered…` for tool changes that were only a new order (what sorting tools would save).
 """
 
 from __future__ import annotations
@@ -27,21 +29,27 @@ if TYPE_CHECKING:
 
 DAY_TTL = 400 * 86400.0
 HOUR_TTL = 15 * 86400.0
-NO_TEMPLATE = "-"
+NO_TEMPLATE = "-"  # requests without a template: "-:<provider>/<model>", one row per model
+BREAK_CAUSES = ("model_changed", "tools_changed", "system_changed", "history_edited", "volatile_value", "expired")
+_BREAK_KINDS = (*BREAK_CAUSES, "reordered")
 TENANTS = "usage:tenants"
 ALL_RECORDS = "usage:records"
 
-INT_FIELDS = (
+INT_FIELDS: tuple[str, ...] = (
     "requests", "errors", "misses", "bypass", "hits_response", "hits_semantic", "hits_single_flight",
     "upstream_requests", "provider_reads", "provider_writes", "stream_requests",
     "input_tokens", "cached_input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
     "cache_write_long_tokens", "output_tokens", "reasoning_tokens", "total_tokens",
     "hit_input_tokens", "hit_cached_input_tokens", "hit_output_tokens", "ttft_count", "storage_events",
 )
-FLOAT_FIELDS = (
+FLOAT_FIELDS: tuple[str, ...] = (
     "cost_usd", "cost_without_cache_usd", "saved_usd", "saved_response_usd", "saved_semantic_usd",
     "saved_single_flight_usd", "saved_provider_usd", "storage_cost_usd", "latency_s_sum", "ttft_s_sum",
 )
+BREAK_INT_FIELDS = tuple(f for c in _BREAK_KINDS for f in (f"brk_{c}", f"brk_{c}_tokens"))
+BREAK_FLOAT_FIELDS = tuple(f"brk_{c}_usd" for c in _BREAK_KINDS)
+INT_FIELDS = INT_FIELDS + BREAK_INT_FIELDS
+FLOAT_FIELDS = FLOAT_FIELDS + BREAK_FLOAT_FIELDS
 FIELDS = INT_FIELDS + FLOAT_FIELDS
 
 
@@ -83,8 +91,22 @@ def template_meta_key(tenant: str, template: str) -> str:
 
 def template_name(rec: UsageRecord) -> str:
     if not rec.prompt_template_id:
-        return NO_TEMPLATE
+        # one row per provider/model: a row mixing models has no price to judge it by
+        return f"{NO_TEMPLATE}:{rec.provider}/{rec.model}" if rec.model else NO_TEMPLATE
     return f"{rec.prompt_template_id}@{rec.prompt_template_version or ''}".rstrip("@")
+
+
+def untemplated(template: str) -> bool:
+    return template == NO_TEMPLATE or template.startswith(NO_TEMPLATE + ":")
+
+
+def template_label(template: str) -> str:
+    """How reports show a template row: `(no template) provider/model` for the untemplated ones."""
+    if template == NO_TEMPLATE:
+        return "(no template)"
+    if untemplated(template):
+        return f"(no template) {template[len(NO_TEMPLATE) + 1:]}"
+    return template
 
 
 def day_of(ts: float) -> str:
@@ -137,6 +159,15 @@ def increments(rec: UsageRecord) -> dict[str, int | float]:
         value = getattr(rec, name)
         if value:
             out[name] = float(value)
+    brk = (rec.prefix or {}).get("break") if isinstance(rec.prefix, dict) else None
+    if isinstance(brk, dict) and brk.get("cause") in BREAK_CAUSES:
+        tokens, usd = int(brk.get("tokens_lost") or 0), float(brk.get("cost_lost_usd") or 0.0)
+        for kind in (brk["cause"], *(("reordered",) if brk.get("reordered") else ())):
+            out[f"brk_{kind}"] = 1
+            if tokens:
+                out[f"brk_{kind}_tokens"] = tokens
+            if usd:
+                out[f"brk_{kind}_usd"] = usd
     if rec.saved_layer and rec.saved_usd:
         out["saved_" + rec.saved_layer.replace("-", "_") + "_usd"] = float(rec.saved_usd)
     return out

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.accounting.normalize import ZERO, NormalizedUsage, dialect_for, normalize, sniff_dialect
 from gateway.accounting.pricing import Cost, PriceBook, Prices, cost_breakdown
+from gateway.provider_cache.family import template_name
 
 if TYPE_CHECKING:
     from gateway.context import RequestContext
@@ -38,7 +39,7 @@ GATEWAY_INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 HIT_LAYERS = {"response-cache": "response", "semantic-cache": "semantic", "single-flight": "single-flight"}
 _STATUS_LAYERS = {"response-hit": "response", "semantic-hit": "semantic"}
 _LIFTED = ("prompt_cache_key", "cache_retention", "prompt_template_id", "prompt_template_version",
-           "storage_cost_usd", "saved_from")
+           "storage_cost_usd", "saved_from", "prefix")
 
 
 @dataclass(slots=True)
@@ -84,6 +85,10 @@ class UsageRecord:
     gateway_instance: str = GATEWAY_INSTANCE
     kind: str = "request"  # "request" | "storage" (a provider-cache storage charge)
     details: dict[str, Any] = field(default_factory=dict)
+    # What the prompt broke against the conversation's previous request (provider_cache/breaks.py):
+    # {previous_request_id, common_tokens, break: null | {part, cause, message_index, tokens_lost,
+    # cost_lost_usd}}; None for requests the explainer did not see (hits, short-circuits).
+    prefix: dict[str, Any] | None = None
 
     @property
     def is_hit(self) -> bool:
@@ -163,7 +168,8 @@ class RecordBuilder:
             model=model or served,
             upstream=ctx.replica or ctx.upstream_base_url or None,
             gateway_cache=ctx.cache_status,
-            prompt_template_id=ctx.template_id or _str(extra.get("prompt_template_id")),
+            # Without x-gateway-template: the prompt's family (hits and misses of one prompt alike)
+            prompt_template_id=ctx.template_id or template_name(ctx) or _str(extra.get("prompt_template_id")),
             prompt_template_version=ctx.template_version or _str(extra.get("prompt_template_version")),
             input_tokens=usage.input_tokens,
             cached_input_tokens=usage.cached_input_tokens,
@@ -196,6 +202,7 @@ class RecordBuilder:
             replica=ctx.replica,
             similarity=ctx.similarity,
             details={k: v for k, v in extra.items() if k not in _LIFTED} if extra else {},
+            prefix=extra.get("prefix") if isinstance(extra.get("prefix"), dict) else None,
         )
         if served and served != rec.model:
             rec.details["served_model"] = served

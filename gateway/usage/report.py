@@ -25,7 +25,8 @@ from gateway.accounting.pricing import PriceBook
 from gateway.accounting.verdict import NOT_APPLICABLE, verdict
 from gateway.stores.base import KVStore
 from gateway.usage import query
-from gateway.usage.keys import NO_TEMPLATE
+from gateway.usage.breaks import summary
+from gateway.usage.keys import template_label, untemplated
 
 
 def _row(agg: dict[str, int | float]) -> dict[str, Any]:
@@ -63,9 +64,9 @@ async def report_data(store: KVStore, tenant: str | None, since: str | None = "7
             provider, model = meta.get("provider", ""), meta.get("model", "")
             model_prices = prices.lookup(provider, model) if prices is not None and model else None
             # Requests without a template mix prefixes (and often models): no verdict for them.
-            judged = verdict(agg, model_prices, provider) if template != NO_TEMPLATE else NOT_APPLICABLE
+            judged = verdict(agg, model_prices, provider) if not untemplated(template) else NOT_APPLICABLE
             trow = {"template": template, "provider": provider, "model": model, **_row(agg),
-                    "breakeven": judged.as_dict()}
+                    "breakeven": judged.as_dict(), "breaks": summary(agg)}
             row["templates"].append(trow)
         out.append(row)
     return {"since": since if seconds is not None else None, "tenant": tenant, "generated_at": time.time(),
@@ -176,13 +177,34 @@ def render(data: dict[str, Any]) -> None:
                 math = f"{be['with_cache']:.2f} vs {be['without_cache']:.2f}"
                 word = "[green]caching pays[/green]" if be["pays"] else "[red]caching costs more[/red]"
                 n = f"{be['N']:.2f}"
-            elif row["template"] == NO_TEMPLATE:
+            elif untemplated(row["template"]):
                 math, word, n = "–", "–", "–"
             else:
                 math, word, n = "–", "no provider caching", "–"
-            name = "(no template)" if row["template"] == NO_TEMPLATE else row["template"]
+            name = template_label(row["template"])
             per_template.add_row(t["tenant"], name, row["model"] or "–", *_cells(row), n, math, word)
     console.print(per_template)
+    _render_breaks(console, tenants, window)
+
+
+def _render_breaks(console: Any, tenants: list[dict[str, Any]], window: str) -> None:
+    from rich.table import Table
+
+    rows = [(t["tenant"], r) for t in tenants for r in t["templates"] if r.get("breaks", {}).get("breaks")]
+    if not rows:
+        return
+    table = Table(title=f"Prefix breaks per template and what fixing them would save ({window})")
+    for col in ("tenant", "template", "breaks", "by cause", "tokens lost", "lost", "rewrite on", "sort tools",
+                "pin model", "move volatile field"):
+        table.add_column(col, justify="left" if col in ("tenant", "template", "by cause") else "right")
+    for tenant, row in rows:
+        b = row["breaks"]
+        causes = ", ".join(f"{c} {v['breaks']}" for c, v in b["by_cause"].items())
+        w = b["what_if_saved_usd"]
+        table.add_row(tenant, template_label(row["template"]), _tok(b["breaks"]), causes, _tok(b["tokens_lost"]),
+                      _usd(b["cost_lost_usd"]), _usd(w["rewrite"]), _usd(w["sort_tools"]), _usd(w["pin_model"]),
+                      _usd(w["move_volatile_field"]))
+    console.print(table)
 
 
 def _cells(row: dict[str, Any]) -> list[str]:

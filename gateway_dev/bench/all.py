@@ -1,6 +1,6 @@
 """`llm-cache-gateway bench all [--quick] [--only a,b] [--no-write]`: every benchmark, then docs/benchmarks.md.
 
-Runs, in order: core, response-cache, semantic (dev pairs, then QQP), semantic-lookup, cost, routing,
+Runs, in order: core, response-cache, semantic (dev pairs, then QQP), semantic-lookup, cost, prefix, routing,
 usage, emulator, protocols, litellm. Each runs as its own `python -m gateway bench NAME ...` process
 (its `main(argv)`; a crash or hang of one cannot take the others with it; `--timeout` per benchmark),
 with a progress bar. Machine-readable output is taken where a benchmark has it (`--json`, or the
@@ -66,7 +66,9 @@ def benchmarks() -> list[Bench]:
               ["--entries", "2000", "--tenants", "5", "--clients", "8", "--lookups-per-client", "10",
                "--distinct", "200", "--rate", "50"]),
         Bench("cost", "cost", "Rewrite and provider prompt caches: cached share and cost against T", [],
-              ["--turns", "5,10", "--sessions", "1", "--vendors", "openai,anthropic"], "docs"),
+              ["--turns", "5,10", "--sessions", "1", "--vendors", "openai,anthropic", "--no-adversarial"], "docs"),
+        Bench("prefix", "prefix", "Prefix-break explainer: added latency at a 30k-token prompt", [],
+              ["--requests", "500"]),
         Bench("routing", "routing", "Cache-aware routing over vLLM replicas", [],
               ["--scale", "0.15", "--workloads", "a", "--policies", "cache_aware,round_robin"], "json"),
         Bench("usage", "usage", "Usage recording overhead", ["--app"], ["--requests", "2000"]),

@@ -23,6 +23,7 @@ from gateway_dev.emulators.anthropic_cache import (
     apply_breakpoints,
     block_ttl,
 )
+from gateway_dev.emulators.diagnostics import AnthropicDiagnostics
 from gateway_dev.emulators.faults import FaultController
 from gateway_dev.emulators.latency import pause
 from gateway_dev.emulators.models import ANTHROPIC_MODELS, anthropic_min_cacheable, is_anthropic_model
@@ -61,8 +62,8 @@ class Flattened:
         self.errors: list[str] = []
 
     def add(self, tokens: tuple[int, ...], identity: str, where: str, raw: dict[str, Any] | None,
-            eligible: bool = True) -> None:
-        b = ABlock(tokens, identity, where, eligible)
+            eligible: bool = True, run: str | None = None) -> None:
+        b = ABlock(tokens, identity, where, eligible, run=run)
         cc = raw.get("cache_control") if raw else None
         if cc is not None:
             if not eligible:
@@ -99,14 +100,14 @@ def _block(f: Flattened, block: Any, where: str, role: str) -> str:
         if isinstance(block.get("name"), str):
             f.called.add(block["name"])
         ident = canon({"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
-        f.add(encode(ident), f"{role}:{ident}", where, block)
+        f.add(encode(ident), f"{role}:{ident}", where, block, run="tool_use")
     elif kind == "tool_result":
         content = block.get("content")
         if isinstance(content, list):
             content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
         text = content or ""
         ident = f"[tool_result {block.get('tool_use_id', '')}]{text}"
-        f.add(encode(ident), f"{role}:{ident}", where, block)
+        f.add(encode(ident), f"{role}:{ident}", where, block, run="tool_result")
         f.tool_result = text
     elif kind in ("thinking", "redacted_thinking"):
         t = block.get("thinking") or block.get("data") or ""
@@ -162,6 +163,7 @@ class AnthropicEmulator:
     def __init__(self, state: EmulatorState, faults: FaultController) -> None:
         self.state, self.faults = state, faults
         self.cache = AnthropicPromptCache(state.clock)
+        self.diagnostics = AnthropicDiagnostics()
 
     def key_of(self, request: Request) -> str:
         key = request.headers.get("x-api-key") or bearer(request)
@@ -234,6 +236,8 @@ class AnthropicEmulator:
                      json_schema=schema, reasoning_tokens=min(budget, 64) if budget else 0,
                      reasoning_text=bool(budget))
         msg = self._message(model, g)
+        if "diagnostics" in body:
+            msg["diagnostics"] = self._diagnose(body, f, call.api_key, msg["id"])
         usage = _usage(plan, g.output_tokens, g.reasoning_tokens)
         msg["usage"] = usage
         ttft = call.latency.ttft(plan.input_tokens + plan.creation, plan.read)
@@ -244,6 +248,22 @@ class AnthropicEmulator:
         plan.commit()
         await pause(call.latency.decode(g.output_tokens))
         return json_response(msg, headers=headers, fault=call.fault)
+
+    def _diagnose(self, body: dict[str, Any], f: Flattened, owner: str, message_id: str) -> dict[str, Any] | None:
+        """Cache diagnostics (diagnostics.py): compare with `diagnostics.previous_message_id`, then keep
+        this request's fingerprint under its own id."""
+        request = body.get("diagnostics")
+        if request is not None and (not isinstance(request, dict)
+                                    or not isinstance(request.get("previous_message_id"), str | None)):
+            raise _bad("diagnostics.previous_message_id: Input should be a valid string or null")
+        parts = [(b.where if b.where.startswith("tools") else
+                  "system" if b.where.startswith("system") else ".".join(b.where.split(".")[:2]), len(b.tokens))
+                 for b in f.blocks]
+        fp = AnthropicDiagnostics.fingerprint(owner, body, parts)
+        out = self.diagnostics.diagnose(request, owner, fp)
+        if request is not None:
+            self.diagnostics.put(message_id, fp)
+        return out
 
     @staticmethod
     def _message(model: str, g: Generated) -> dict[str, Any]:

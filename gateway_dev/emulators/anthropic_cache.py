@@ -1,10 +1,13 @@
-"""Anthropic's prompt caching (vendor-caching.md §2.1, §2.6).
+"""Anthropic's prompt caching (docs/emulators.md, "Anthropic").
 
 The request is flattened into blocks in the order tools -> system -> messages. Breakpoints are the blocks
 carrying `cache_control` plus, with a top-level `cache_control`, the last eligible block; at most 4.
 An entry is the hash of the whole prefix up to and including a breakpoint block, per (API key, model).
-Reads: for every breakpoint, positions bp, bp-1, ..., bp-19 are checked; the longest live entry wins and
-its TTL restarts. Writes: every breakpoint beyond the read position whose prefix reaches the model's minimum.
+Reads: for every breakpoint, 20 positions back from it are checked (the breakpoint itself first); the
+longest live entry wins and its TTL restarts. A run of consecutive `tool_use` blocks is one position, and so
+is a run of consecutive `tool_result` blocks, so a turn with many parallel tool calls does not push the
+previous request's entry out of the window on its own. Writes: every breakpoint beyond the read position
+whose prefix reaches the model's minimum.
 `cache_creation_input_tokens` = tokens from the read position to the last written breakpoint, split into
 5m/1h by the TTL of the breakpoint closing each span; `input_tokens` = the rest (everything after the last
 breakpoint, and prefixes below the minimum).
@@ -30,6 +33,7 @@ class ABlock:
     eligible: bool = True  # thinking blocks cannot carry cache_control
     cache_ttl: str | None = None  # set when this block is a breakpoint
     explicit: bool = False
+    run: str | None = None  # "tool_use" | "tool_result": consecutive blocks of one kind are one lookback position
 
 
 @dataclass
@@ -90,7 +94,7 @@ class AnthropicPromptCache:
         now = self.clock.now()
         read_at = -1
         for bp in bps:
-            for i in range(bp, max(-1, bp - self.lookback), -1):
+            for i in positions_back(blocks, bp, self.lookback):
                 if i <= read_at:
                     break
                 hit = self._entries.get((ns, hashes[i]))
@@ -115,6 +119,23 @@ class AnthropicPromptCache:
             start = cum[bp]
         plan.creation = start - plan.read
         return plan
+
+
+def positions_back(blocks: list[ABlock], bp: int, lookback: int) -> list[int]:
+    """Block indices the lookback checks from breakpoint `bp`, nearest first: `lookback` positions, where a
+    run of consecutive `tool_use` (or `tool_result`) blocks counts as one position."""
+    out: list[int] = []
+    positions = 0
+    previous: str | None = None
+    for i in range(bp, -1, -1):
+        run = blocks[i].run
+        if run is None or run != previous:
+            positions += 1
+            if positions > lookback:
+                break
+        previous = run
+        out.append(i)
+    return out
 
 
 def apply_breakpoints(blocks: list[ABlock], top_level: dict[str, Any] | None) -> list[str]:

@@ -15,6 +15,7 @@ from starlette.requests import Request
 
 from gateway_dev.emulators.answers import Generated, generate
 from gateway_dev.emulators.chat_wire import tool_call_id
+from gateway_dev.emulators.diagnostics import OpenAIDiagnostics
 from gateway_dev.emulators.latency import pause
 from gateway_dev.emulators.models import openai_reasoning_tokens
 from gateway_dev.emulators.openai_app import OpenAIEmulator, called_tools
@@ -34,6 +35,7 @@ class ResponsesEndpoint:
         self.emu = emu
         self._stored: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._keep = keep
+        self.diagnostics = OpenAIDiagnostics()
 
     def _input_items(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         items = body.get("input")
@@ -98,6 +100,12 @@ class ResponsesEndpoint:
             final["metadata"] = {}
         if v2 and opts:
             final["prompt_cache_options"] = opts
+        if v2:
+            fp = OpenAIDiagnostics.fingerprint(call.api_key, body, items, prompt.message_ends)
+            if opts.get("comparison_response_id") is not None:
+                final["prompt_cache_diagnostics"] = self.diagnostics.diagnose(
+                    opts["comparison_response_id"], call.api_key, fp, plan.cached_tokens)
+            self.diagnostics.put(rid, fp)
         if body.get("store", True):
             self._stored[rid] = items + [_as_input(o) for o in output]
             while len(self._stored) > self._keep:

@@ -44,6 +44,8 @@ class VendorEmulators:
     def clear_caches(self) -> None:
         self.openai.cache.clear()
         self.anthropic.cache.clear()
+        self.anthropic.diagnostics.clear()
+        self.responses.diagnostics.clear()
         self.gemini.caches.clear()
         self.gemini.implicit.clear()
         self.deepseek.cache.clear()

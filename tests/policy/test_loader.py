@@ -45,7 +45,8 @@ def test_unknown_field_names_file_line_field_and_suggests(policy_dir: Writer) ->
 def test_unknown_field_without_a_close_match_lists_the_allowed_ones(policy_dir: Writer) -> None:
     folder = policy_dir(acme=acme("provider_cache: {azure: {}}\n"))
     assert errors(folder) == [
-        "acme.yaml:3: provider_cache.azure: unknown field (allowed: anthropic, gemini, openai)"]
+        "acme.yaml:3: provider_cache.azure: unknown field (allowed: anthropic, gemini, openai, learn, "
+        "vendor_diagnostics)"]
 
 
 def test_bad_types(policy_dir: Writer) -> None:

@@ -52,7 +52,8 @@ def test_parse_answer() -> None:
     assert answer.text == "Checking." and answer.finish_reason == "tool_calls"
     assert [(c.id, c.name, c.arguments) for c in answer.tool_calls] == [("toolu_1", "get_weather", '{"city":"Paris"}')]
     assert answer.usage_raw is LIVE["usage"]
-    assert answer.extra == {"anthropic_messages": {"stop_reason": "tool_use"}}
+    # the message id is kept for the next request's cache diagnostics (provider_cache/explain.py)
+    assert answer.extra == {"anthropic_messages": {"stop_reason": "tool_use", "vendor_message_id": LIVE["id"]}}
     cut = {**LIVE, "content": [{"type": "text", "text": "x"}], "stop_reason": "max_tokens"}
     assert adapter.parse_answer(cut, "anthropic").finish_reason == "length"
     stopped = {**LIVE, "stop_reason": "stop_sequence", "stop_sequence": "END"}

@@ -47,7 +47,8 @@ def test_tool_stream_under_every_split() -> None:
     _, parser = run_parser(make, [recorded("anthropic_tools.sse")])
     answer = parser.answer()
     assert answer is not None and answer.text == "Let me check."
-    assert answer.extra == {"anthropic_messages": {"stop_reason": "tool_use"}}
+    assert answer.extra == {"anthropic_messages": {"stop_reason": "tool_use",  # the id: for cache diagnostics
+                                                   "vendor_message_id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY"}}
 
 
 def test_error_event_and_cut_stream() -> None:

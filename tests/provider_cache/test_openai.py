@@ -90,3 +90,37 @@ def test_breakpoints_only_for_gpt_5_6_and_later() -> None:
                                         for i in range(3)]
     body, rec = openai.place_breakpoints(marked, "openai_chat", "gpt-5.6", 3, prices, NEW, NEW, counter)
     assert rec is not None and rec["markers"] == [] and rec["skipped"][0]["reason"] == "no slot left"
+
+
+def test_a_conversation_keeps_its_shard_while_the_template_gets_busier() -> None:
+    quiet = PrefixStats(count=100, last_seen=0.0, interval_s=10.0)
+    busy = PrefixStats(count=10_000, last_seen=0.0, interval_s=0.1)  # 600 per minute: 64 shards
+    first, rec = openai.set_key_and_retention(chat(), "gpt-4o", "acme", "p", "s3", quiet, "auto", "unset")
+    assert rec["shard"] == 0 and rec["shards"] == 1
+    kept = PrefixStats(count=1, shard=rec["shard"])  # what the stage stored for the conversation
+    later, rec2 = openai.set_key_and_retention(chat(), "gpt-4o", "acme", "p", "s3", busy, "auto", "unset", kept)
+    assert later["prompt_cache_key"] == first["prompt_cache_key"] and rec2["shards"] == 64
+    fresh, _ = openai.set_key_and_retention(chat(), "gpt-4o", "acme", "p", "s3", busy, "auto", "unset")
+    new_keys = {openai.set_key_and_retention(chat(), "gpt-4o", "acme", "p", f"c{i}", busy, "auto", "unset")[0][
+        "prompt_cache_key"] for i in range(100)}
+    assert len(new_keys) > 30 and fresh["prompt_cache_key"] in new_keys | {fresh["prompt_cache_key"]}
+
+
+def test_gpt_5_6_reads_where_the_previous_request_wrote() -> None:
+    """A cached prefix matches exactly at a breakpoint: the turn where the conversation's previous
+    request put its marker gets one again; the rewrite's context block is never marked as system."""
+    counter = TokenCounter()
+    counter.load()
+    prices = fallback_prices("openai", "gpt-5.6")
+    body = chat("gpt-5.6")
+    body["messages"] += [{"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]
+    seen = PrefixStats(count=3, marker=2)  # the previous request's turn marker: messages[2]
+    out, rec = openai.place_breakpoints(body, "openai_chat", "gpt-5.6", 5, prices, NEW, seen, counter)
+    assert rec is not None
+    at = {m["at"]: m["turn"] for m in rec["markers"]}
+    assert at == {"turn": 4, "previous": 2, "system": 0}
+    assert out["messages"][2]["content"][0]["prompt_cache_breakpoint"] == {"mode": "explicit"}
+    ctx_block = chat("gpt-5.6")
+    ctx_block["messages"].insert(1, {"role": "system", "content": "<gateway-context>\n[[gw:1]] = x"})
+    _, rec = openai.place_breakpoints(ctx_block, "openai_chat", "gpt-5.6", 1, prices, NEW, NEW, counter)
+    assert rec is not None and all(m["turn"] == 0 for m in rec["markers"])  # stable part: the system turn only

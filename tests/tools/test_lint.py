@@ -44,10 +44,29 @@ def test_unsorted_tools_per_user_data_and_short_prefixes() -> None:
     tools = [{"name": "zeta", "input_schema": schema}, {"name": "alpha", "input_schema": schema}]
     report = lint_body(anthropic_body(f"Customer: jane@example.com. {RULES}", tools))
     assert patterns(report) == ["unstable_tool_order", "per_user_before_shared"]
-    short = lint_body(anthropic_body("Be brief."))
-    assert patterns(short) == ["prefix_under_minimum"] and short.usd_per_1000 > 0
+    # too short to cache: a note, no finding (nothing there can break a cache)
+    short = lint_body(anthropic_body("Be brief. Now: 2026-11-05T10:23:45Z."))
+    assert short.findings == [] and short.usd_per_1000 == 0 and "minimum cacheable length" in short.notes[0]
     clean = lint_body(anthropic_body(RULES))
-    assert clean.findings == [] and clean.usd_per_1000 == 0
+    assert clean.findings == [] and clean.usd_per_1000 == 0 and clean.notes == []
+
+
+def test_each_finding_has_its_own_loss_and_they_add_up() -> None:
+    system = f"Now: 2026-11-05T10:23:45Z. {RULES} Request id: rq-88ab12cd. {RULES} Contact: ann@example.org. {RULES}"
+    report = lint_body(anthropic_body(system))
+    assert patterns(report) == ["volatile_in_prefix", "volatile_in_prefix", "per_user_before_shared"]
+    losses = [f.tokens_lost for f in report.findings]
+    assert len(set(losses)) == 3 and all(n > 1000 for n in losses)
+    assert sum(losses) == report.tokens_lost == report.prefix_tokens  # the first finding is at the top
+    assert report.usd_per_1000 == pytest.approx(sum(f.usd_per_1000 for f in report.findings))
+
+
+def test_per_user_data_anywhere_in_the_instructions_is_flagged() -> None:
+    late = lint_body(anthropic_body(f"{RULES} {RULES} Escalate to ops-team@initech.example if unsure."))
+    assert patterns(late) == ["per_user_before_shared"] and late.findings[0].tokens_lost < 50
+    openai = {"model": "gpt-4o", "messages": [{"role": "system", "content": f"User: bob@example.com. {RULES}"},
+                                               {"role": "user", "content": "hi"}]}
+    assert patterns(lint_body(openai)) == ["per_user_before_shared"]
 
 
 @pytest.mark.parametrize(("body", "protocol"), [
@@ -72,6 +91,10 @@ def test_lint_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
                                   "systemInstruction": {"parts": [{"text": RULES * 3}]}}).decode())
     assert lint_command(str(good), "gemini") == 0
     assert "no cache-breaking pattern" in capsys.readouterr().out
+    short = tmp_path / "short.json"
+    short.write_text(orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).decode())
+    assert lint_command(str(short), None) == 0
+    assert "note:" in capsys.readouterr().out
     (tmp_path / "list.json").write_text("[1, 2]")
     assert lint_command(str(tmp_path / "list.json"), None) == 2
     assert lint_command(str(tmp_path / "missing.json"), None) == 2
@@ -104,3 +127,16 @@ def test_template_report_from_usage_records() -> None:
     assert all(f["usd_per_1000"] > 0 for f in search["findings"])
     text = format_template_report(rows)
     assert "support: 10 requests" in text and "per 1,000 requests" in text
+
+
+def test_lint_reads_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+    import sys
+
+    body = {"model": "gpt-4o", "messages": [{"role": "system", "content": f"Request id: rq-88ab12cd. {RULES}"},
+                                            {"role": "user", "content": "hi"}]}
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(orjson.dumps(body))))
+    assert lint_command("-", None) == 1
+    assert "volatile_in_prefix" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"not json")))
+    assert lint_command("-", None) == 2

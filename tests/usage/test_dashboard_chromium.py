@@ -49,6 +49,10 @@ def served(book: PriceBook) -> Iterator[str]:
                 for i, rec in enumerate(recs):
                     if i in (1, 2, 3) and (day + i) % 3 == 0:
                         continue
+                    if i == 4:  # the summarize template's request broke its prefix on a timestamp
+                        rec.prefix = {"previous_request_id": "gw-prev", "common_tokens": 40, "break": {
+                            "part": "system", "cause": "volatile_value", "message_index": None,
+                            "tokens_lost": 1800, "cost_lost_usd": 0.0049}}
                     stage.recorder.add(rec)
     asyncio.run(stage.recorder.flush())
     port = free_port()
@@ -91,6 +95,8 @@ def test_dashboard_renders_with_data(served: str, tmp_path: Path) -> None:
     for tenant in ("acme", "globex", "initech"):
         assert f'data-name="{tenant}"' in html
     assert 'data-name="acme · summarize@2"' in html
+    # the prefix-break table: the template, its cause, and what the rewrite would have saved
+    assert "acme · summarize@2</td>" in html and "volatile_value" in html
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "dashboard.png"

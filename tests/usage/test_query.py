@@ -103,7 +103,13 @@ async def test_breakdowns_add_up_to_the_totals(book: PriceBook, store: KVStore) 
         assert sum(p["requests"] for p in parts.values()) == totals["requests"]
         assert sum(p["cost_usd"] for p in parts.values()) == pytest.approx(totals["cost_usd"])
     templates = await query.breakdown(store, tenant, "template")
-    assert set(templates) == {"faq@1", "summarize@2", "-"}
+    untemplated = {t for t in templates if t.startswith("-:")}
+    assert set(templates) - untemplated == {"faq@1", "summarize@2"}
+    # requests without a template get one row per provider/model, never one row mixing models
+    assert untemplated and all(t.count("/") == 1 for t in untemplated)
+    for name in untemplated:
+        meta = await query.template_meta(store, tenant, name)
+        assert name == f"-:{meta['provider']}/{meta['model']}"
     assert templates["faq@1"]["hits_response"] == 1
     assert await query.template_meta(store, tenant, "summarize@2") == {"provider": "anthropic",
                                                                        "model": "claude-sonnet-4-5"}
