@@ -37,6 +37,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
+from gateway.semantic import structure
 from gateway.semantic.align import Alignment, align
 from gateway.semantic.lexical import Analysis, analyze
 from gateway.semantic.lexicon import EN_ANTONYMS, EN_FRAME, EN_SCOPE, ZH_ANTONYMS, ZH_FRAME, ZH_SCOPE
@@ -57,6 +58,11 @@ class GuardParams:
     same_content_margin: float = 0.10  # cosine slack when every content word has a counterpart
     cross_language: bool = False  # allow a hit between questions in different languages
     entity_check: bool = True  # reject an unmatched name-like token in reworded questions
+    # The reworded lane before evidence: served when the second opinion (`gateway.semantic.paraphrase`:
+    # MiniLM's cosine for English, USE's for Chinese) reaches this bar and the structure agrees.
+    # Above 1.0: that language's reworded lane waits for evidence.
+    reworded_bar_en: float = 0.80
+    reworded_bar_zh: float = 0.84
 
     @classmethod
     def from_settings(cls, params: dict[str, Any]) -> GuardParams:
@@ -105,7 +111,8 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
             return "negation", al
         if _scope_changed(a, b, al):
             return "scope", al
-    if not al.unmatched_a and not al.unmatched_b and _roles_swapped(a, b):
+    if not al.unmatched_a and not al.unmatched_b and (
+            _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):
         return "role_swap", al
     changed = bool(al.unmatched_a or al.unmatched_b)
     if changed and (al.ratio >= params.near_copy_ratio

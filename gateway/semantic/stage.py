@@ -34,7 +34,7 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
-from gateway.semantic import structure
+from gateway.semantic import paraphrase, structure
 from gateway.semantic.embedder import Embedder, backend_from_settings
 from gateway.semantic.guard import REWORDED, cosine_for, decide, similarity, warm_up
 from gateway.semantic.judge import Judge
@@ -127,6 +127,11 @@ class SemanticCacheStage(Stage):
             return
         # load the guard's word lists and the pinyin table now, not on the first request
         await asyncio.get_running_loop().run_in_executor(None, warm_up)
+        # the reworded lane's parsers and paraphrase model load in the background (seconds); until
+        # then that lane waits for evidence
+        for lang in ("en", "zh"):
+            if (self.options.guard.reworded_bar_en if lang == "en" else self.options.guard.reworded_bar_zh) <= 1.0:
+                self._preload(lang)
         if self.store is None:
             self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         await self._ensure_open()
@@ -261,16 +266,25 @@ class SemanticCacheStage(Stage):
                 gate = self.learner.gate(scope.tenant, pair_lang, REWORDED, cand.id, cand.score,
                                          learning.max_error_rate)
                 if not gate.serve:
-                    rejected.append(f"reworded:{gate.reason}")
-                    explore = explore or cand
-                    continue
-                if pair_lang != "mixed":
+                    # Before (or beside) the evidence: a very confident second opinion whose structure
+                    # agrees, unless this entry or a pair at least as similar was shown wrong.
+                    if (pair_lang == "mixed" or gate.reason == "entry_shown_wrong"
+                            or self.learner.evidence.wrong_above(scope.tenant, pair_lang, REWORDED, cand.score)
+                            or not await self._confident(cand.question, question, pair_lang, cand.score)):
+                        rejected.append(f"reworded:{gate.reason}")
+                        explore = explore or cand
+                        continue
+                elif pair_lang != "mixed":
                     agree = await self._agree(cand.question, question, pair_lang)
                     if agree is not True:
                         rejected.append("reworded:structure" if agree is False else "reworded:no_parser")
                         continue
             elif not verdict.hit:
                 rejected.append(verdict.reason)
+                continue
+            elif pair_lang == "en" and cand.question != question and not await self._roles_agree(cand.question,
+                                                                                                   question):
+                rejected.append("role_swap")
                 continue
             try:
                 answer = cand.answer()
@@ -300,11 +314,43 @@ class SemanticCacheStage(Stage):
         allows a reworded hit in that language, in the background; until then the lane misses."""
         loop = asyncio.get_running_loop()
         if not structure.ready(lang):
-            if lang not in self._loading:
-                self._loading.add(lang)
-                self._spawn(loop.run_in_executor(None, structure.load, lang))
+            self._preload(lang)
             return None
         return await loop.run_in_executor(None, structure.agree, cached, query, lang)
+
+    async def _roles_agree(self, cached: str, query: str) -> bool:
+        """The same-content lane's check that no party changed places (`I add my son` / `my son adds
+        me`: the same words), from the English parse, off the event loop; True while the parser loads."""
+        if not structure.may_swap_roles(cached, query):
+            return True
+        if not structure.ready("en"):
+            self._preload("en")
+            return True
+        return await asyncio.get_running_loop().run_in_executor(None, structure.roles_agree, cached, query,
+                                                                "en") is not False
+
+    async def _confident(self, cached: str, query: str, lang: str, cosine: float) -> bool:
+        """The reworded lane's second opinion (`gateway.semantic.paraphrase`) off the event loop; False
+        while its model or the language's parser is still loading (in the background)."""
+        g = self.options.guard
+        if (g.reworded_bar_en if lang == "en" else g.reworded_bar_zh) > 1.0:
+            return False
+        loop = asyncio.get_running_loop()
+        if not (structure.ready(lang) and (lang != "en" or paraphrase.ready())):
+            self._preload(lang)
+            return False
+        return await loop.run_in_executor(None, paraphrase.confident, cached, query, lang, cosine,
+                                          g.reworded_bar_en, g.reworded_bar_zh)
+
+    def _preload(self, lang: str) -> None:
+        """Load the parser of `lang` (and for English the paraphrase model) once, in a worker thread."""
+        if lang in self._loading:
+            return
+        self._loading.add(lang)
+        loop = asyncio.get_running_loop()
+        self._spawn(loop.run_in_executor(None, structure.load, lang))
+        if lang == "en":
+            self._spawn(loop.run_in_executor(None, paraphrase.load))
 
     async def feedback(self, request_id: str, correct: bool) -> dict[str, Any] | None:
         """Admin API: the application says whether the hit served to `request_id` was right."""
