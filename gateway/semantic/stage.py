@@ -126,12 +126,16 @@ class SemanticCacheStage(Stage):
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
             return
         # load the guard's word lists and the pinyin table now, not on the first request
-        await asyncio.get_running_loop().run_in_executor(None, warm_up)
-        # the reworded lane's parsers and paraphrase model load in the background (seconds); until
-        # then that lane waits for evidence
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, warm_up)
+        # The parsers and the paraphrase model load now, before the first request (≈2 s in all):
+        # loaded in the background they would hold the GIL while the first lookups run, and those
+        # would time out into misses.
         for lang in ("en", "zh"):
-            if (self.options.guard.reworded_bar_en if lang == "en" else self.options.guard.reworded_bar_zh) <= 1.0:
-                self._preload(lang)
+            self._loading.add(lang)
+            await loop.run_in_executor(None, structure.load, lang)
+        if self.options.guard.reworded_bar_en <= 1.0:
+            await loop.run_in_executor(None, paraphrase.load)
         if self.store is None:
             self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         await self._ensure_open()
