@@ -83,6 +83,9 @@ class Verdict:
     reason: str  # "hit" or why not ("reworded": the reworded lane, which needs evidence)
     similarity: float
     lane: str = ""  # SAME_CONTENT or REWORDED once the guard passed; "" when it rejected
+    # A reworded pair whose negation, scope or polarity words differ (checked at any word overlap):
+    # it may be served on evidence, never on the second opinion alone
+    marked: bool = False
 
 
 def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (),
@@ -147,7 +150,29 @@ def decide(cached: str, query: str, similarity: float, threshold: float,
         return Verdict(True, "hit", similarity, lane)
     if similarity < threshold:
         return Verdict(False, "below_threshold", similarity, lane)
-    return Verdict(False, REWORDED, similarity, lane)
+    return Verdict(False, REWORDED, similarity, lane, _markers_differ(a, b, al))
+
+
+def markers_differ(cached: str, query: str) -> bool:
+    """`Verdict.marked` for a pair, whatever the cosine (the benchmark's one pass per pair)."""
+    a, b = analyze(cached), analyze(query)
+    return _markers_differ(a, b, align(a, b) if a.lang == b.lang else None)
+
+
+def _markers_differ(a: Analysis, b: Analysis, al: Alignment | None) -> bool:
+    """Negation, scope or polarity words that differ between two reworded questions. The guard
+    compares them only between questions that share enough words (a rewording may say "without
+    internet" for "offline"); a pair served before any evidence must not differ in them at all
+    (`吃太多` / `不吃东西`, `peak` / `off-peak`)."""
+    if a.negations % 2 != b.negations % 2:
+        return True
+    if al is None:
+        return False
+    if any(t.raw in EN_SCOPE or t.raw in _POLAR for t in (*al.unmatched_a, *al.unmatched_b)):
+        return True
+    if a.lang == "zh":
+        return any((w in a.text) != (w in b.text) for w in ZH_SCOPE)
+    return False
 
 
 def warm_up() -> None:
@@ -175,6 +200,9 @@ def _opposites(a: Analysis, b: Analysis) -> bool:
                 return True
     return False
 
+
+# the particles that turn a verb into its opposite (`off` of `turn off`, `out` of `log out`)
+_POLAR = frozenset(term.split()[-1] for pair in EN_ANTONYMS for term in pair if " " in term)
 
 _EN_OPPOSITE: dict[str, list[str]] = {}
 for _x, _y in EN_ANTONYMS:

@@ -272,7 +272,7 @@ class SemanticCacheStage(Stage):
                 if not gate.serve:
                     # Before (or beside) the evidence: a very confident second opinion whose structure
                     # agrees, unless this entry or a pair at least as similar was shown wrong.
-                    if (pair_lang == "mixed" or gate.reason == "entry_shown_wrong"
+                    if (pair_lang == "mixed" or verdict.marked or gate.reason == "entry_shown_wrong"
                             or self.learner.evidence.wrong_above(scope.tenant, pair_lang, REWORDED, cand.score)
                             or not await self._confident(cand.question, question, pair_lang, cand.score)):
                         rejected.append(f"reworded:{gate.reason}")

@@ -133,6 +133,10 @@ def _roles(verb: Any) -> tuple[str, str | None, str | None]:
     collaborators`: collaborators undo changes)."""
     kids = list(verb.children)
     subj = next((c for c in kids if c.dep_ == "nsubj"), None)
+    head = verb
+    while subj is None and head.dep_ in ("xcomp", "conj") and head.head is not head:
+        head = head.head  # "does my landlord need to give …": the subject of `need` gives
+        subj = next((c for c in head.children if c.dep_ == "nsubj"), None)
     obj = next((c for c in kids if c.dep_ in ("dobj", "obj", "nsubjpass")), None)
     agent = next((c for c in kids if c.dep_ == "agent"), None)
     if agent is not None:

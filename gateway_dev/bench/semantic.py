@@ -38,7 +38,16 @@ from gateway.config import Settings
 from gateway.policy.models import SemanticCachePolicy
 from gateway.semantic import paraphrase, structure
 from gateway.semantic.embedder import backend_from_settings
-from gateway.semantic.guard import REWORDED, SAME_CONTENT, GuardParams, check, cosine_for, decide, lane_of
+from gateway.semantic.guard import (
+    REWORDED,
+    SAME_CONTENT,
+    GuardParams,
+    check,
+    cosine_for,
+    decide,
+    lane_of,
+    markers_differ,
+)
 from gateway.semantic.lexical import analyze
 from gateway.semantic.options import SemanticOptions
 
@@ -133,6 +142,8 @@ def confident_pair(r: dict[str, Any], cosine: float, params: GuardParams) -> boo
     lang = analyze(r["query"]).lang
     if analyze(r["cached"]).lang != lang:
         return False  # cross-language pairs are served on evidence alone
+    if markers_differ(r["cached"], r["query"]):
+        return False  # `Verdict.marked`: negation, scope or polarity words differ
     return paraphrase.confident(r["cached"], r["query"], lang, cosine, params.reworded_bar_en,
                                 params.reworded_bar_zh)
 
@@ -325,11 +336,12 @@ def cross_validate(rows: list[dict[str, Any]], sims: np.ndarray, anchor: float, 
 
 
 def default_sets() -> list[tuple[str, list[dict[str, Any]]]]:
-    """The repository's own data: the dev pairs, then our own pairs' tuning split and two held-out splits."""
+    """The repository's own data: the dev pairs, then our own pairs' tuning split and three held-out splits."""
     from gateway_dev.bench.semantic_pairs import own_pairs
 
     return [("dev", load_pairs(EVAL / "semantic_pairs_dev.jsonl")), ("own-tune", own_pairs("tune")),
-            ("own-heldout", own_pairs("heldout")), ("own-heldout2", own_pairs("heldout2"))]
+            ("own-heldout", own_pairs("heldout")), ("own-heldout2", own_pairs("heldout2")),
+            ("own-heldout3", own_pairs("heldout3"))]
 
 
 def structure_cost(rows: list[dict[str, Any]], limit: int = 200) -> dict[str, float]:
