@@ -160,7 +160,8 @@ def roles_conflict(a: Frame, b: Frame, lang: str = "en") -> bool:
 
 
 def _persons(tokens: Any) -> list[str]:
-    return sorted(p for t in tokens if (p := _PERSON.get(t.raw) or _ZH_PERSON.get(t.raw)))
+    """The persons named, in order (`you … me` is not `I … you`)."""
+    return [p for t in tokens if (p := _PERSON.get(t.raw) or _ZH_PERSON.get(t.raw))]
 
 
 def _reordered(a: Any, b: Any) -> bool:
@@ -171,7 +172,7 @@ def _reordered(a: Any, b: Any) -> bool:
 
 def may_swap_roles(cached: str, query: str) -> bool:
     """Cheap test before a parse: parties can only have changed places when the persons named
-    differ or the content words come in another order."""
+    differ or come in another order, or the content words do."""
     from gateway.semantic.lexical import analyze
 
     a, b = analyze(cached), analyze(query)

@@ -32,5 +32,7 @@ def test_parties_that_changed_places_are_caught_in_both_languages() -> None:
     same = ("How do I export a report to PDF?", "In the app, how can I export a report to PDF?")
     assert structure.roles_agree(*same, "en") is True
     assert not structure.may_swap_roles("How do I reset my pasword?", "How do I reset my password?")  # no parse
+    persons = ("Do you wash the car for me?", "Do I have to wash the car for you?")  # same persons, moved
+    assert structure.may_swap_roles(*persons) and structure.roles_agree(*persons, "en") is False
     assert decide("怎么把优惠券送给朋友？", "朋友怎么把优惠券送给我？", 0.97, 0.6).reason == "role_swap"
     assert decide("怎么修改收货地址？", "收货地址怎么修改？", 0.97, 0.6).hit  # reordered, no party moved
