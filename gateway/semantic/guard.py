@@ -25,8 +25,10 @@ Two lanes. *Same content*: every content word of each question has a counterpart
 the cosine may be `same_content_margin` below the threshold. *Reworded*: the guard found nothing
 wrong but some content words have no counterpart; the cosine cannot tell a paraphrase from a
 same-topic question with another intent, so `decide` never serves this lane: it returns
-`lane="reworded"` and the stage serves it only on evidence (`gateway.semantic.evidence`) and when
-the main action and its object agree (`gateway.semantic.structure`).
+`lane="reworded"` (and `marked` when negation, scope or particle words differ), and the stage
+serves it only when the main action and its object agree (`gateway.semantic.structure`) and either
+a stronger judge is confident (`gateway.semantic.paraphrase`; never for a marked pair) or the
+evidence allows it (`gateway.semantic.evidence`).
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 before(): when the request qualifies (`gateway.semantic.key.skip_reason`), embed the final user
 question, search the tenant's entries of this exact context (`Scope`: tenant + context hash +
 knowledge version + unexpired), and run the decision (`gateway.semantic.guard.decide`) on the
-candidates, best first. A same-content candidate is a hit; a reworded one only when the evidence
-bound (`gateway.semantic.learning`) and the questions' structure (`gateway.semantic.structure`)
-allow it. A hit returns the stored answer with `semantic-hit` and its similarity; a share of
-would-be hits (`verify_share`) goes upstream instead, to be compared.
+candidates, best first. A same-content candidate is a hit unless its parties changed roles; a
+reworded one only when the questions' structure agrees (`gateway.semantic.structure`) and either the
+second opinion is confident (`gateway.semantic.paraphrase`) or the evidence bound
+(`gateway.semantic.learning`) allows it. A hit returns the stored answer with `semantic-hit` and its
+similarity; a share of would-be hits (`verify_share`) goes upstream instead, to be compared.
 
 after(): a qualifying miss answered completely by the upstream is written, in a background task
 (the response never waits for it); a verified would-be hit's fresh answer becomes evidence.
@@ -34,7 +35,7 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
-from gateway.semantic import paraphrase, structure
+from gateway.semantic.checks import OffLoopChecks
 from gateway.semantic.embedder import Embedder, backend_from_settings
 from gateway.semantic.guard import REWORDED, cosine_for, decide, similarity, warm_up
 from gateway.semantic.judge import Judge
@@ -107,7 +108,7 @@ class SemanticCacheStage(Stage):
         self.store = store
         self.clock = clock
         self.learner = Learner(judge=judge, rng=rng)
-        self._loading: set[str] = set()
+        self.checks = OffLoopChecks(self.options.guard, self._spawn)
         self._open = False
         self._last_open_try = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -126,16 +127,8 @@ class SemanticCacheStage(Stage):
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
             return
         # load the guard's word lists and the pinyin table now, not on the first request
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, warm_up)
-        # The parsers and the paraphrase model load now, before the first request (≈2 s in all):
-        # loaded in the background they would hold the GIL while the first lookups run, and those
-        # would time out into misses.
-        for lang in ("en", "zh"):
-            self._loading.add(lang)
-            await loop.run_in_executor(None, structure.load, lang)
-        if self.options.guard.reworded_bar_en <= 1.0:
-            await loop.run_in_executor(None, paraphrase.load)
+        await asyncio.get_running_loop().run_in_executor(None, warm_up)
+        await self.checks.load_all()  # parsers and the paraphrase model, before the first request
         if self.store is None:
             self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         await self._ensure_open()
@@ -274,20 +267,20 @@ class SemanticCacheStage(Stage):
                     # agrees, unless this entry or a pair at least as similar was shown wrong.
                     if (pair_lang == "mixed" or verdict.marked or gate.reason == "entry_shown_wrong"
                             or self.learner.evidence.wrong_above(scope.tenant, pair_lang, REWORDED, cand.score)
-                            or not await self._confident(cand.question, question, pair_lang, cand.score)):
+                            or not await self.checks.confident(cand.question, question, pair_lang, cand.score)):
                         rejected.append(f"reworded:{gate.reason}")
                         explore = explore or cand
                         continue
                 elif pair_lang != "mixed":
-                    agree = await self._agree(cand.question, question, pair_lang)
+                    agree = await self.checks.agree(cand.question, question, pair_lang)
                     if agree is not True:
                         rejected.append("reworded:structure" if agree is False else "reworded:no_parser")
                         continue
             elif not verdict.hit:
                 rejected.append(verdict.reason)
                 continue
-            elif pair_lang == "en" and cand.question != question and not await self._roles_agree(cand.question,
-                                                                                                   question):
+            elif (pair_lang == "en" and cand.question != question
+                  and not await self.checks.roles_agree(cand.question, question)):
                 rejected.append("role_swap")
                 continue
             try:
@@ -312,49 +305,6 @@ class SemanticCacheStage(Stage):
         if state is not None and rejected:
             state.detail["rejected"] = rejected
         return None
-
-    async def _agree(self, cached: str, query: str, lang: str) -> bool | None:
-        """Structure check off the event loop. The parser loads (seconds) only once the evidence first
-        allows a reworded hit in that language, in the background; until then the lane misses."""
-        loop = asyncio.get_running_loop()
-        if not structure.ready(lang):
-            self._preload(lang)
-            return None
-        return await loop.run_in_executor(None, structure.agree, cached, query, lang)
-
-    async def _roles_agree(self, cached: str, query: str) -> bool:
-        """The same-content lane's check that no party changed places (`I add my son` / `my son adds
-        me`: the same words), from the English parse, off the event loop; True while the parser loads."""
-        if not structure.may_swap_roles(cached, query):
-            return True
-        if not structure.ready("en"):
-            self._preload("en")
-            return True
-        return await asyncio.get_running_loop().run_in_executor(None, structure.roles_agree, cached, query,
-                                                                "en") is not False
-
-    async def _confident(self, cached: str, query: str, lang: str, cosine: float) -> bool:
-        """The reworded lane's second opinion (`gateway.semantic.paraphrase`) off the event loop; False
-        while its model or the language's parser is still loading (in the background)."""
-        g = self.options.guard
-        if (g.reworded_bar_en if lang == "en" else g.reworded_bar_zh) > 1.0:
-            return False
-        loop = asyncio.get_running_loop()
-        if not (structure.ready(lang) and (lang != "en" or paraphrase.ready())):
-            self._preload(lang)
-            return False
-        return await loop.run_in_executor(None, paraphrase.confident, cached, query, lang, cosine,
-                                          g.reworded_bar_en, g.reworded_bar_zh)
-
-    def _preload(self, lang: str) -> None:
-        """Load the parser of `lang` (and for English the paraphrase model) once, in a worker thread."""
-        if lang in self._loading:
-            return
-        self._loading.add(lang)
-        loop = asyncio.get_running_loop()
-        self._spawn(loop.run_in_executor(None, structure.load, lang))
-        if lang == "en":
-            self._spawn(loop.run_in_executor(None, paraphrase.load))
 
     async def feedback(self, request_id: str, correct: bool) -> dict[str, Any] | None:
         """Admin API: the application says whether the hit served to `request_id` was right."""
