@@ -29,13 +29,14 @@ async def test_loaded_checks_answer_from_the_parse_and_the_model() -> None:
 
 
 async def test_a_part_still_loading_gives_the_careful_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(structure, "_loaded", set())  # as if the start had not loaded the parsers
     spawned: list[Any] = []
     checks = OffLoopChecks(GuardParams(), spawned.append)
-    assert await checks.confident(LANG_Q, LANG_R, "en", 0.9) is False  # no confident hit meanwhile
-    assert await checks.agree(LANG_Q, LANG_R, "en") is None
-    assert await checks.roles_agree("Can I add my daughter to my phone plan?",
-                                    "Can my daughter add me to her phone plan?") is True  # same-content as before
+    daughter = ("Can I add my daughter to my phone plan?", "Can my daughter add me to her phone plan?")
+    for call, careful in ((checks.confident(LANG_Q, LANG_R, "en", 0.9), False),  # no confident hit meanwhile
+                          (checks.agree(LANG_Q, LANG_R, "en"), None),  # the evidence path waits
+                          (checks.roles_agree(*daughter), True)):  # the same-content lane as before
+        monkeypatch.setattr(structure, "_loaded", set())  # as if the start had not loaded the parsers
+        assert await call is careful
     for task in spawned:
-        await task  # the loads it started in worker threads
-    assert spawned and structure.ready("en")
+        await task  # the one load it started in a worker thread
+    assert len(spawned) == 2  # the parser and the model, loaded once however often asked
