@@ -71,6 +71,7 @@ def test_initech_on_the_shipped_defaults_costs_at_most_no_caching_plus_the_probe
     assert cost <= without + bound + 1e-9, (cost, without, bound)
     writes = [r for r in recs if r["cache_creation_input_tokens"] > 0]
     assert 1 <= len(writes) <= max_unread_writes(N)  # it tried, then stopped writing what nobody read
+    assert all(r["cache_read_input_tokens"] == 0 for r in recs)  # the timestamp at the top: nothing to read
     totals = admin(gw, "/admin/usage", tenant="initech")
     assert totals["cost_usd"] == pytest.approx(cost)
     assert totals["cost_without_cache_usd"] == pytest.approx(without)
