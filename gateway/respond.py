@@ -167,7 +167,7 @@ async def respond_upstream(ctx: RequestContext, up: Upstream, done: Done) -> Res
     parser = upstream_adapter.stream_parser(ctx.provider)
     if ctx.translated:
         return _stream(ctx, _translate_stream(ctx, up, parser, done))
-    sse_filter: SSEFilter | None = ctx.scratch.get("sse_filter")
+    sse_filter: SSEFilter | None = ctx.sse_filter
     extra = {k: v for k, v in up.headers.items() if k.startswith(("x-", "openai-", "anthropic-", "request-id"))}
     return _stream(ctx, _relay_stream(ctx, up, parser, sse_filter, done), extra)
 
