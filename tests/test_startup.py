@@ -68,7 +68,7 @@ def test_readiness_says_the_semantic_layer_is_loading_then_ready(tmp_path: Path)
                 pass
             time.sleep(0.05)
         assert seen and seen[-1][0] == 200, seen[-3:]
-        status, body = seen[-1]
+        body = seen[-1][1]
         assert body.splitlines()[0] == "ready" and "semantic_cache: ready" in body.splitlines()
         loading = [b for s, b in seen if s == 503]
         assert loading, "the model loads for seconds: some probe must have seen it loading"

@@ -58,7 +58,6 @@ class TokenCounter:
                 return False
             try:
                 import tiktoken
-
                 from tiktoken_ext.openai_public import o200k_base
 
                 # tiktoken finds its files through this variable only; litellm sets it the same way

@@ -55,8 +55,8 @@ def test_alias_rows_are_served_as_their_owner(litellm: Any, ours: dict[str, Any]
 
 def test_price_book_lookups_match_on_litellm_s_map(litellm: Any, ours: dict[str, Any]) -> None:
     names = sorted(n for n, e in ours.items() if isinstance(e.get("input_cost_per_token"), int | float))
-    sample = random.Random(7).sample(names, 300) + ["gpt-4o", "claude-sonnet-4-5", "gemini/gemini-2.5-pro",
-                                                    "deepseek/deepseek-chat", "gpt-5.6"]
+    sample = [*random.Random(7).sample(names, 300), "gpt-4o", "claude-sonnet-4-5", "gemini/gemini-2.5-pro",
+              "deepseek/deepseek-chat", "gpt-5.6"]
     a, b = PriceBook(None, litellm.model_cost), PriceBook(None, ours)
     for name in sample:
         provider, _, model = name.rpartition("/")
