@@ -199,6 +199,10 @@ async def workers_run(args: argparse.Namespace, vendor_url: str, redis_url: str)
     return out
 
 
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
 def pooled(results: list[LoadResult]) -> LoadResult:
     out = LoadResult()
     for r in results:
@@ -222,8 +226,8 @@ def summarize(direct: Side, gw: Side, ll: Side) -> dict[str, Any]:
             "hit_p50": hit.pct(50), "hit_p99": hit.pct(99), "hits_per_s": hit.rate,
             "hits_per_s_rounds": [r.rate for r in side.hits], "added_p50_rounds": [
                 s.pct(50) - d.pct(50) for s, d in zip(side.misses, direct.misses, strict=True)],
-            "cpu_ms_per_hit": statistics.fmean(side.cpu_per_hit_ms),
-            "cpu_ms_per_miss": statistics.fmean(side.cpu_per_miss_ms), "ready_s": side.ready_s,
+            "cpu_ms_per_hit": _mean(side.cpu_per_hit_ms),
+            "cpu_ms_per_miss": _mean(side.cpu_per_miss_ms), "ready_s": side.ready_s,
             "rss_ready_mib": side.rss_ready_mib, "rss_end_mib": side.rss_end_mib, "errors": miss.errors + hit.errors,
             "not_hit": side.not_hit, "wrong": side.wrong,
         }
