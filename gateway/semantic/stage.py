@@ -163,10 +163,18 @@ class SemanticCacheStage(Stage):
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
             self._failed = "embedder did not load"
             return
-        # load the guard's word lists and the pinyin table now, not on the first request
-        await asyncio.get_running_loop().run_in_executor(None, warm_up)
-        if self.store is None:
-            self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
+        try:
+            # load the guard's word lists and the pinyin table now, not on the first request
+            await asyncio.get_running_loop().run_in_executor(None, warm_up)
+            if self.store is None:
+                self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
+        except Exception as exc:
+            if not self.lazy:
+                raise
+            # loading in the background: nobody awaits this task, so the layer says what happened
+            log.error("semantic cache: failed to load; the layer is off", extra={"error": repr(exc)})
+            self._failed = f"{type(exc).__name__}"
+            return
         await self._ensure_open()
         self._purger = asyncio.create_task(self._purge_loop(), name="semantic-purge")
         self._loaded = True

@@ -87,3 +87,23 @@ async def test_a_failed_load_leaves_the_layer_off_and_says_so(tmp_path: Path) ->
         assert await stage.before(ctx) is None and ctx.record["semantic_cache_skip"] == "unavailable"
     finally:
         await stage.stop()
+
+
+async def test_a_failure_after_the_embedder_is_reported_not_stuck_loading(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import gateway.semantic.stage as stage_module
+
+    def broken() -> None:
+        raise RuntimeError("word lists missing")
+
+    monkeypatch.setattr(stage_module, "warm_up", broken)
+    backend = SlowLoad()
+    backend.release.set()
+    stage = SemanticCacheStage(Settings(data_dir=tmp_path), embedder=Embedder(backend), lazy=True)
+    await stage.start()
+    try:
+        task = stage.prepare(_set())
+        assert task is not None
+        await asyncio.wait_for(task, 30)
+        assert stage.state == "failed: RuntimeError" and stage.prepare(_set()) is None
+    finally:
+        await stage.stop()
