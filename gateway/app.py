@@ -123,10 +123,13 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.get("/readyz", tags=["ops"])
     async def readyz() -> Response:
-        # Ready once policies are loaded; never dependent on cache health (the caches fail open).
-        if parts.started and parts.registry.current is not None:
-            return PlainTextResponse("ready")
-        return PlainTextResponse("policies not loaded", status_code=503)
+        # Ready once policies are loaded and the layers tenants use at start-up have loaded; never
+        # dependent on cache health (the caches fail open). The body says each layer's state.
+        states = "".join(f"{name}: {state}\n" for name, state in parts.layer_states().items())
+        if parts.ready:
+            return PlainTextResponse("ready\n" + states)
+        head = "loading" if parts.started else "policies not loaded"
+        return PlainTextResponse(f"{head}\n{states}", status_code=503)
 
     @app.get("/metrics", tags=["ops"])
     async def metrics() -> Response:

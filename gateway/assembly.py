@@ -56,6 +56,8 @@ class Components:
     background: list[Any] = field(default_factory=list)  # objects with start()/stop()
     started: bool = False
     _watch: asyncio.Task[None] | None = None
+    _warm: asyncio.Task[None] | None = None
+    _loading: list[Any] = field(default_factory=list)
 
     async def start(self) -> None:
         # Warm what the first translated request would otherwise load on the event loop.
@@ -63,19 +65,50 @@ class Components:
         for part in self.background:
             await part.start()
         await self.pipeline.start()
+        # Layers that load on demand (the semantic cache's embedder) start loading now if a tenant
+        # uses them; the gateway is ready once they are (`ready`), and serves /readyz meanwhile.
+        self._loading = [t for t in self._prepare() if t is not None]
         self._watch = asyncio.get_running_loop().create_task(self._watch_policies())
-        # Everything loaded so far (litellm's cost map, tokenizers, the embedder, policies) lives
-        # as long as the process: freezing it keeps the collector from walking those millions of
-        # objects in every full collection, which showed up as 100-400 ms pauses at the p99.
+        self.started = True
+        if self._loading:
+            self._warm = asyncio.get_running_loop().create_task(self._settle())
+        else:
+            self._freeze()
+
+    def _prepare(self) -> list[Any]:
+        return [prepare(self.registry.current) for stage in self.pipeline.stages
+                if (prepare := getattr(stage, "prepare", None)) is not None]
+
+    async def _settle(self) -> None:
+        await asyncio.gather(*self._loading, return_exceptions=True)
+        self._loading = []
+        self._freeze()
+
+    @staticmethod
+    def _freeze() -> None:
+        # Everything loaded so far (the cost map, tokenizers, the embedder, policies) lives as long
+        # as the process: freezing it keeps the collector from walking those millions of objects
+        # in every full collection, which showed up as 100-400 ms pauses at the p99.
         gc.collect()
         gc.freeze()
-        self.started = True
+
+    @property
+    def ready(self) -> bool:
+        """Started, policies loaded, and every layer a tenant used at start-up loaded. A layer a policy
+        reload enables later loads while the gateway stays ready (its requests skip that layer)."""
+        return self.started and self.registry.current is not None and not self._loading
+
+    def layer_states(self) -> dict[str, str]:
+        """Each layer's state: "ready", or what a lazily loaded layer says ("off", "loading", …)."""
+        return {stage.name: str(getattr(stage, "state", "ready")) for stage in self.pipeline.stages}
 
     async def _watch_policies(self) -> None:
         while True:
             await asyncio.sleep(self.settings.policy_check_interval)
             try:
-                await self.registry.areload_if_changed()
+                result = await self.registry.areload_if_changed()
+                if result is not None and result.changed:
+                    self._prepare()  # a tenant may have enabled a lazily loaded layer
             except Exception:  # a bad read is retried next time; the serving set stays
                 log.exception("policy check failed")
 
@@ -83,6 +116,8 @@ class Components:
         self.started = False
         if self._watch is not None:
             self._watch.cancel()
+        if self._warm is not None:
+            self._warm.cancel()
         await self.gateway.drain()
         await self.pipeline.stop()
         for part in reversed(self.background):
@@ -137,7 +172,7 @@ class Layers:
         return [
             usage,
             ResponseCacheStage(self.store, idle_timeout=self.settings.read_timeout),
-            SemanticCacheStage(self.settings),
+            SemanticCacheStage(self.settings, lazy=True),
             RewriteStage(),
             PrefixExplainStage(self.settings, self.store, prices=usage.prices),
             ProviderCacheStage(self.settings, self.store, clients=self.clients, prices=usage.prices),

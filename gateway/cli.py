@@ -25,6 +25,7 @@ BENCHMARKS = {
     "emulator": "gateway_dev.bench.emulator",
     "protocols": "gateway_dev.bench.protocols",
     "litellm": "gateway_dev.bench.litellm_side_by_side",
+    "startup": "gateway_dev.bench.startup",
     "load": "gateway_dev.bench.load",
 }
 

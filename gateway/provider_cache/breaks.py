@@ -274,7 +274,7 @@ class BreakStore:
 
     async def _longest(self, tenant: str, blocks: Blocks) -> bytes | None:
         marks = checkpoints(len(blocks.hashes))
-        found = await asyncio.gather(*(self.store.get(checkpoint_key(tenant, blocks, i)) for i in marks))
+        found = await self.store.get_many([checkpoint_key(tenant, blocks, i) for i in marks])
         deepest = next((v for v in reversed(found) if v is not None), None)
         if deepest is None:
             return None
@@ -290,9 +290,11 @@ class BreakStore:
             elif template:
                 await self.store.set(template_key(tenant, template), raw, ttl=self.ttl_s)
             else:
-                await self.store.set(request_key(tenant, prev.request_id), raw, ttl=self.ttl_s)
                 rid = prev.request_id.encode()
-                await asyncio.gather(*(self.store.set(checkpoint_key(tenant, blocks, i), rid, ttl=self.ttl_s)
-                                       for i in checkpoints(len(blocks.hashes))))
+                # The request first: a checkpoint must never point at a request not yet stored (one
+                # round trip, in order).
+                await self.store.set_many([(request_key(tenant, prev.request_id), raw)]
+                                          + [(checkpoint_key(tenant, blocks, i), rid)
+                                             for i in checkpoints(len(blocks.hashes))], ttl=self.ttl_s)
         except StoreUnavailable:
             pass

@@ -88,7 +88,7 @@ class ProviderCacheStage(Stage):
 
     # ---- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
-        # Both loads block for a while (tokenizer ~0.3 s, litellm's cost map seconds): never on the loop.
+        # Both loads block for a while (tokenizer ~0.3 s, the cost map file ~30 ms): never on the loop.
         await asyncio.to_thread(self.counter.load)
         try:
             await asyncio.to_thread(lambda: self._book().cost_map)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from gateway.metrics import STORE_ERRORS
@@ -108,6 +108,12 @@ class CircuitBreaker(KVStore):
 
     async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
         return await self._guard(lambda: self.inner.set(key, value, ttl, nx))
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return await self._guard(lambda: self.inner.get_many(keys))
+
+    async def set_many(self, items: Sequence[tuple[str, bytes]], ttl: float | None = None) -> None:
+        await self._guard(lambda: self.inner.set_many(items, ttl))
 
     async def delete(self, *keys: str) -> int:
         return await self._guard(lambda: self.inner.delete(*keys))

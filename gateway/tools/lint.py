@@ -106,7 +106,7 @@ def _price_book() -> Any:
         from gateway.accounting import pricing
 
         book = pricing.default_book()
-        _ = book.cost_map  # litellm's import: fine in a command, never on the request path
+        _ = book.cost_map  # a file read: fine in a command, never on the request path
         return book
     except Exception:
         return None

@@ -51,7 +51,7 @@ class UsageStage(Stage):
         pricing.install(self.prices)
 
     async def start(self) -> None:
-        # litellm's import takes seconds: never on the loop.
+        # a file read and parse (~30 ms): never on the loop.
         await asyncio.to_thread(lambda: self.prices.cost_map)
         await self.recorder.start()
 
