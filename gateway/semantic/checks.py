@@ -1,8 +1,8 @@
 """The structure checks and the second opinion, run off the event loop for the stage.
 
-The parsers and the paraphrase model are loaded by `load_all` when the stage starts (≈ 2–3 s):
-loaded in the background they would hold the GIL while the first lookups run, and those would time
-out into misses. Should a check still find its part unloaded (a start that failed half-way), it
+The parsers and the paraphrase model are loaded by `load_all` with the rest of the layer, before
+it reports ready (≈ 2–3 s): loaded beside live lookups they would hold the GIL, and those would
+time out into misses. Should a check still find its part unloaded (a start that failed half-way), it
 loads it in a worker thread and answers the careful way meanwhile.
 """
 
