@@ -3,10 +3,11 @@
 before(): when the request qualifies (`gateway.semantic.key.skip_reason`), embed the final user
 question, search the tenant's entries of this exact context (`Scope`: tenant + context hash +
 knowledge version + unexpired), and run the decision (`gateway.semantic.guard.decide`) on the
-candidates, best first. A same-content candidate is a hit; a reworded one only when the evidence
-bound (`gateway.semantic.learning`) and the questions' structure (`gateway.semantic.structure`)
-allow it. A hit returns the stored answer with `semantic-hit` and its similarity; a share of
-would-be hits (`verify_share`) goes upstream instead, to be compared.
+candidates, best first. A same-content candidate is a hit unless its parties changed roles; a
+reworded one only when the questions' structure agrees (`gateway.semantic.structure`) and either the
+second opinion is confident (`gateway.semantic.paraphrase`) or the evidence bound
+(`gateway.semantic.learning`) allows it. A hit returns the stored answer with `semantic-hit` and its
+similarity; a share of would-be hits (`verify_share`) goes upstream instead, to be compared.
 
 after(): a qualifying miss answered completely by the upstream is written, in a background task
 (the response never waits for it); a verified would-be hit's fresh answer becomes evidence.
@@ -34,7 +35,7 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
-from gateway.semantic import structure
+from gateway.semantic.checks import OffLoopChecks
 from gateway.semantic.embedder import Embedder, backend_from_settings
 from gateway.semantic.guard import REWORDED, cosine_for, decide, similarity, warm_up
 from gateway.semantic.judge import Judge
@@ -112,7 +113,7 @@ class SemanticCacheStage(Stage):
         self.store = store
         self.clock = clock
         self.learner = Learner(judge=judge, rng=rng)
-        self._loading: set[str] = set()
+        self.checks = OffLoopChecks(self.options.guard, self._spawn)
         self._open = False
         self._last_open_try = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -166,6 +167,7 @@ class SemanticCacheStage(Stage):
         try:
             # load the guard's word lists and the pinyin table now, not on the first request
             await asyncio.get_running_loop().run_in_executor(None, warm_up)
+            await self.checks.load_all()  # parsers and the paraphrase model, before the first lookup
             if self.store is None:
                 self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         except Exception as exc:
@@ -320,16 +322,25 @@ class SemanticCacheStage(Stage):
                 gate = self.learner.gate(scope.tenant, pair_lang, REWORDED, cand.id, cand.score,
                                          learning.max_error_rate)
                 if not gate.serve:
-                    rejected.append(f"reworded:{gate.reason}")
-                    explore = explore or cand
-                    continue
-                if pair_lang != "mixed":
-                    agree = await self._agree(cand.question, question, pair_lang)
+                    # Before (or beside) the evidence: a very confident second opinion whose structure
+                    # agrees, unless this entry or a pair at least as similar was shown wrong.
+                    if (pair_lang == "mixed" or verdict.marked or gate.reason == "entry_shown_wrong"
+                            or self.learner.evidence.wrong_above(scope.tenant, pair_lang, REWORDED, cand.score)
+                            or not await self.checks.confident(cand.question, question, pair_lang, cand.score)):
+                        rejected.append(f"reworded:{gate.reason}")
+                        explore = explore or cand
+                        continue
+                elif pair_lang != "mixed":
+                    agree = await self.checks.agree(cand.question, question, pair_lang)
                     if agree is not True:
                         rejected.append("reworded:structure" if agree is False else "reworded:no_parser")
                         continue
             elif not verdict.hit:
                 rejected.append(verdict.reason)
+                continue
+            elif (pair_lang == "en" and cand.question != question
+                  and not await self.checks.roles_agree(cand.question, question)):
+                rejected.append("role_swap")
                 continue
             try:
                 answer = cand.answer()
@@ -353,17 +364,6 @@ class SemanticCacheStage(Stage):
         if state is not None and rejected:
             state.detail["rejected"] = rejected
         return None
-
-    async def _agree(self, cached: str, query: str, lang: str) -> bool | None:
-        """Structure check off the event loop. The parser loads (seconds) only once the evidence first
-        allows a reworded hit in that language, in the background; until then the lane misses."""
-        loop = asyncio.get_running_loop()
-        if not structure.ready(lang):
-            if lang not in self._loading:
-                self._loading.add(lang)
-                self._spawn(loop.run_in_executor(None, structure.load, lang))
-            return None
-        return await loop.run_in_executor(None, structure.agree, cached, query, lang)
 
     async def feedback(self, request_id: str, correct: bool) -> dict[str, Any] | None:
         """Admin API: the application says whether the hit served to `request_id` was right."""
