@@ -11,6 +11,7 @@ import re
 
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
+from gateway.policy.aliases import resolve_alias
 from gateway.protocols import get_adapter
 from gateway.protocols.translate import translate_request, upstream_protocol
 from gateway.providers import Provider, ProviderTable
@@ -24,6 +25,9 @@ _DROP_REQUEST = frozenset({
     "x-forwarded-proto", "x-real-ip", "cache-control",
 })
 _PATH_SAFE_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a Gemini model id is made of
+# Any model name a vendor or LiteLLM spells (`vllm/name`, `bedrock/us.anthropic.claude...-v1:0`,
+# `ft:gpt-4o:org::id`): anything else (`../../etc/passwd`, spaces, 10 KB) is refused on every endpoint.
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,255}")
 _NATIVE_PATHS = {"openai_chat": "/chat/completions", "openai_responses": "/responses"}
 _ANTHROPIC_VERSION = "2023-06-01"
 
@@ -33,6 +37,7 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     model = adapter.model_of(ctx.body, ctx.path_model)
     if not isinstance(model, str) or not model:
         raise GatewayError(400, "The request has no `model`.")
+    model = resolve_alias(ctx, check_model_name(model))
     ctx.model = model
     if adapter.vendor != "gemini" and not isinstance(ctx.body.get("stream", False), bool | None):
         # the vendors refuse it too; relayed, the upstream could stream an answer the gateway reads as whole
@@ -74,6 +79,12 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
 def path_safe_model(model: str) -> bool:
     """True when `model` can stand in an upstream URL path as it is (Gemini's `/models/{model}:...`)."""
     return bool(_PATH_SAFE_MODEL.fullmatch(model)) and ".." not in model
+
+
+def check_model_name(model: str) -> str:
+    if not _MODEL_NAME.fullmatch(model) or ".." in model:
+        raise GatewayError(400, f"`{model[:100]}` is not a valid model name.", "invalid_model")
+    return model
 
 
 def unknown_model(model: str) -> GatewayError:

@@ -22,6 +22,7 @@ from starlette.responses import Response
 
 from gateway.adapt import adapt
 from gateway.auth import authenticate
+from gateway.cache.stale import StaleFallback, fallback
 from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
 from gateway.context import RequestContext
@@ -96,6 +97,9 @@ class Gateway:
         # The provider-cache layer repairs a request whose gateway-made vendor cache vanished.
         hook = pipeline.stage("provider_cache")
         self.error_hook: ErrorHook | None = hook if hasattr(hook, "on_upstream_error") else None  # type: ignore[assignment]
+        # The response cache answers from an expired entry when the vendor fails (stale-if-error).
+        stale = pipeline.stage("response_cache")
+        self.stale: StaleFallback | None = stale if hasattr(stale, "stale_answer") else None  # type: ignore[assignment]
 
     def new_context(self, request: Request, protocol: str) -> RequestContext:
         return RequestContext(
@@ -123,7 +127,15 @@ class Gateway:
             hit = await self.pipeline.before(ctx)
             if hit is not None:
                 return respond_hit(ctx, hit, self.done)
-            upstream = await open_upstream(ctx, self.clients, self.failover, error_hook=self.error_hook)
+            try:
+                upstream = await open_upstream(ctx, self.clients, self.failover, error_hook=self.error_hook)
+            except GatewayError as exc:
+                if (stale := await fallback(self.stale, ctx, exc.status)) is None:
+                    raise
+                return respond_hit(ctx, stale, self.done)
+            if upstream.status >= 400 and (stale := await fallback(self.stale, ctx, upstream.status)) is not None:
+                upstream.release()
+                return respond_hit(ctx, stale, self.done)
             return await respond_upstream(ctx, upstream, self.done)
         except GatewayError as exc:
             response = error_response(ctx, exc)

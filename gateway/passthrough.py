@@ -9,14 +9,16 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.adapt import unknown_model, upstream_headers
+from gateway.adapt import check_model_name, unknown_model, upstream_headers
 from gateway.answer import Answer
 from gateway.auth import authenticate
 from gateway.cached_contents import CachedContentOwnership
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.handler import Gateway, read_json
+from gateway.policy.aliases import resolve_alias
 from gateway.providers import Provider
+from gateway.request_policy import check_gateway_headers
 from gateway.respond import error_response, json_response
 from gateway.upstream.call import open_upstream
 
@@ -29,6 +31,7 @@ async def forward(gw: Gateway, request: Request, protocol: str, endpoint: str, p
     ctx.endpoint = endpoint
     try:
         authenticate(ctx, gw.registry)
+        check_gateway_headers(ctx)
         if method in ("POST", "PATCH"):
             limit = min(gw.settings.max_body_bytes, ctx.policy.max_body_bytes if ctx.policy else 1 << 62)
             ctx.body = await read_json(request, limit)
@@ -41,6 +44,8 @@ async def forward(gw: Gateway, request: Request, protocol: str, endpoint: str, p
         query = f"?{request.url.query}" if request.url.query and method == "GET" else ""
         ctx.upstream_path = _strip_key(path + query)
         ctx.upstream_body = ctx.body
+        if ctx.model and ctx.body.get("model") != ctx.model:  # an alias
+            ctx.upstream_body = {**ctx.body, "model": ctx.model}
         ctx.upstream_headers = upstream_headers(ctx, provider, gw.providers)
         await gw.light_pipeline.before(ctx)
         up = await open_upstream(ctx, gw.clients, gw.failover if provider.name == "vllm" else None, method)
@@ -68,14 +73,17 @@ async def forward(gw: Gateway, request: Request, protocol: str, endpoint: str, p
 
 
 def _provider(gw: Gateway, ctx: RequestContext, name: str | None) -> Provider:
+    model = ctx.body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise GatewayError(400, "`model` must be a string.")
+    if model:  # checked on every endpoint: it reaches the upstream (and, for some, its URL)
+        model = ctx.model = resolve_alias(ctx, check_model_name(model))
     if name is not None:
         provider = gw.providers.get(name)
         assert provider is not None
         return provider
-    model = ctx.body.get("model")
-    if not isinstance(model, str) or not model:
+    if not model:
         raise GatewayError(400, "The request has no `model`.")
-    ctx.model = model
     provider = gw.providers.for_model(model, ctx.adapter.vendor)
     if provider is None:
         raise unknown_model(model)

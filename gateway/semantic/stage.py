@@ -219,6 +219,7 @@ class SemanticCacheStage(Stage):
         except Exception as exc:
             CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
             self._warn("semantic cache lookup failed; treated as a miss", exc, ctx)
+            ctx.cache_status = "miss"
             return None
         if state.detail.get("rejected"):
             ctx.record["semantic_rejected"] = state.detail["rejected"]
@@ -226,6 +227,7 @@ class SemanticCacheStage(Stage):
             ctx.record["semantic_verify"] = state.verify.lane
         if found is None:
             CACHE_LOOKUPS.labels(layer=LAYER, result="miss").inc()
+            ctx.cache_status = "miss"  # a layer was consulted: not `bypass`, even with the response cache off
             return None
         answer, cosine = found
         CACHE_LOOKUPS.labels(layer=LAYER, result="hit").inc()
