@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from gateway.admin import admin_dependency
 from gateway.auth import authenticate
+from gateway.cache.embeddings import EmbeddingsCache
 from gateway.cache.stage import ResponseCacheStage
 from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
@@ -134,6 +135,8 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
                         on_stage_error=lambda stage, phase: STAGE_ERRORS.labels(stage, phase).inc())
     gateway = Gateway(settings, registry, providers, pipeline, clients)
     gateway.ownership = CachedContentOwnership(store)
+    if pipeline.stage("response_cache") is not None:
+        gateway.embeddings = EmbeddingsCache(store)
     parts = Components(settings=settings, registry=registry, store=store, providers=providers, pipeline=pipeline,
                        clients=clients, gateway=gateway)
     route = pipeline.stage("route")

@@ -22,6 +22,7 @@ from starlette.responses import Response
 
 from gateway.adapt import adapt
 from gateway.auth import authenticate
+from gateway.cache.embeddings import EmbeddingsCache
 from gateway.cache.stale import StaleFallback, fallback
 from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
@@ -94,6 +95,7 @@ class Gateway:
         self._background: set[asyncio.Task[None]] = set()
         self.on_done: list[Callable[[RequestContext], None]] = []
         self.ownership: CachedContentOwnership | None = None
+        self.embeddings: EmbeddingsCache | None = None  # per-input cache of POST /v1/embeddings
         # The provider-cache layer repairs a request whose gateway-made vendor cache vanished.
         hook = pipeline.stage("provider_cache")
         self.error_hook: ErrorHook | None = hook if hasattr(hook, "on_upstream_error") else None  # type: ignore[assignment]

@@ -12,13 +12,14 @@ from starlette.responses import Response
 from gateway.adapt import check_model_name, unknown_model, upstream_headers
 from gateway.answer import Answer
 from gateway.auth import authenticate
+from gateway.cache.embeddings import EmbeddingsPlan
 from gateway.cached_contents import CachedContentOwnership
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.handler import Gateway, read_json
 from gateway.policy.aliases import resolve_alias
 from gateway.providers import Provider
-from gateway.request_policy import check_gateway_headers
+from gateway.request_policy import apply_policy
 from gateway.respond import error_response, json_response
 from gateway.upstream.call import open_upstream
 
@@ -31,7 +32,7 @@ async def forward(gw: Gateway, request: Request, protocol: str, endpoint: str, p
     ctx.endpoint = endpoint
     try:
         authenticate(ctx, gw.registry)
-        check_gateway_headers(ctx)
+        apply_policy(ctx)  # Cache-Control, x-gateway-* bounds, the user scope
         if method in ("POST", "PATCH"):
             limit = min(gw.settings.max_body_bytes, ctx.policy.max_body_bytes if ctx.policy else 1 << 62)
             ctx.body = await read_json(request, limit)
@@ -48,6 +49,16 @@ async def forward(gw: Gateway, request: Request, protocol: str, endpoint: str, p
             ctx.upstream_body = {**ctx.body, "model": ctx.model}
         ctx.upstream_headers = upstream_headers(ctx, provider, gw.providers)
         await gw.light_pipeline.before(ctx)
+        plan = gw.embeddings.plan(ctx) if endpoint == "embeddings" and gw.embeddings is not None else None
+        marks: dict[str, str] = {}
+        if plan is not None:
+            await gw.embeddings.lookup(plan)  # type: ignore[union-attr]
+            gw.embeddings.mark(plan, marks)  # type: ignore[union-attr]
+            if plan.complete:
+                ctx.latency_s = ctx.ttft_s = ctx.elapsed()
+                gw.done(ctx, gw.light_pipeline)
+                return json_response(ctx, 200, orjson.dumps(plan.cached_body()), marks)
+            ctx.upstream_body = plan.upstream_body()
         up = await open_upstream(ctx, gw.clients, gw.failover if provider.name == "vllm" else None, method)
         raw = await up.response.read()
         up.release()
@@ -57,16 +68,20 @@ async def forward(gw: Gateway, request: Request, protocol: str, endpoint: str, p
             if ownership is not None and data is not None:
                 data = await ownership.after(ctx, data)
                 raw = orjson.dumps(data)
+            if plan is not None and isinstance(data, dict):
+                data, raw = await _merge_embeddings(gw, plan, data, raw)
             usage = data.get("usage") if isinstance(data, dict) else None
             if isinstance(usage, dict):
                 ctx.answer = Answer(text="", model=ctx.model, provider=provider.name, usage_raw=usage)
                 ctx.answered_by = "upstream"
-        ctx.cache_status = "bypass"
+        if plan is None:
+            ctx.cache_status = "bypass"
         ctx.latency_s = ctx.ttft_s = ctx.elapsed()
         gw.done(ctx, gw.light_pipeline)
-        return json_response(ctx, up.status, raw, up.headers)
+        return json_response(ctx, up.status, raw, {**up.headers, **marks})
     except GatewayError as exc:
-        ctx.cache_status = "bypass"
+        if not ctx.record.get("embeddings_cache"):
+            ctx.cache_status = "bypass"
         response = error_response(ctx, exc)
         gw.done(ctx, gw.light_pipeline)
         return response
@@ -88,6 +103,18 @@ def _provider(gw: Gateway, ctx: RequestContext, name: str | None) -> Provider:
     if provider is None:
         raise unknown_model(model)
     return provider
+
+
+async def _merge_embeddings(gw: Gateway, plan: EmbeddingsPlan, data: dict[str, Any], raw: bytes) -> tuple[Any, bytes]:
+    """The upstream's vectors for the missing inputs with the stored ones; the new ones stored."""
+    try:
+        merged, fresh = plan.merge(data)
+    except ValueError as exc:  # relayed as the upstream sent it, nothing stored
+        ctx = plan.ctx
+        ctx.record["embeddings_cache"]["error"] = str(exc)
+        return data, raw
+    await gw.embeddings.store_new(plan, fresh)  # type: ignore[union-attr]
+    return merged, orjson.dumps(merged) if plan.found else raw
 
 
 def _strip_key(path: str) -> str:
