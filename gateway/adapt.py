@@ -15,6 +15,7 @@ from gateway.policy.aliases import resolve_alias
 from gateway.protocols import get_adapter
 from gateway.protocols.translate import translate_request, upstream_protocol
 from gateway.providers import Provider, ProviderTable
+from gateway.vendor_keys import KEY_ENV, missing_key
 
 # Request headers never forwarded upstream: hop-by-hop, the caller's credentials (the upstream key
 # is set separately), the gateway's own, and those the HTTP client sets itself.
@@ -97,6 +98,8 @@ def upstream_headers(ctx: RequestContext, provider: Provider, providers: Provide
     caller's own under BYOK (`upstream_keys: passthrough`), else the gateway's."""
     key = ctx.api_key if ctx.policy is not None and ctx.policy.upstream_keys == "passthrough" else None
     key = key or providers.upstream_key(provider)
+    if key is None and provider.name in KEY_ENV:
+        raise missing_key(provider.name)
     headers = {k: v for k, v in ctx.headers.items() if k not in _DROP_REQUEST and not k.startswith("x-gateway-")}
     headers["content-type"] = "application/json"
     if key:

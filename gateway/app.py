@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -24,6 +25,7 @@ from gateway.assembly import Components, build_components
 from gateway.config import Settings
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
+from gateway.model_lists import ModelLists
 from gateway.passthrough import forward
 
 log = logging.getLogger("gateway")
@@ -61,9 +63,27 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def embeddings(request: Request) -> Response:
         return await forward(gw, request, "openai_chat", "embeddings", "/embeddings")
 
+    lists = ModelLists(gw, parts.pool.models if parts.pool is not None else None)
+
     @app.get("/v1/models", tags=["openai"])
     async def models(request: Request) -> Response:
-        return await parts.list_models(request)
+        if _gemini_key(request):  # google-genai 3.x lists models under v1
+            return await lists.gemini(request, "v1")
+        return await lists.openai_list(request)
+
+    @app.get("/{version}/models", tags=["gemini"])
+    async def gemini_models(request: Request, version: str) -> Response:
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request)
+        return await lists.gemini(request, version)
+
+    @app.get("/{version}/models/{name}", tags=["openai", "gemini"])
+    async def model_info(request: Request, version: str, name: str) -> Response:
+        if version == "v1" and not _gemini_key(request):
+            return await lists.openai_model(request, name)
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request)
+        return await lists.gemini(request, version, name)
 
     # ---- Anthropic ----
     @app.post("/v1/messages", tags=["anthropic"], openapi_extra=_body("Anthropic Messages request"))
@@ -147,6 +167,14 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def gateway_error(request: Request, exc: GatewayError) -> Response:
         return _error(_vendor_of(request), exc.status, exc.message, exc.code)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        # An admin body FastAPI validated: the usual error object, not FastAPI's {"detail": [...]}.
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+        return _error(_vendor_of(request), 400, f"{where}: {first.get('msg', 'invalid request')}")
+
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
         return _not_found(_vendor_of(request), request)
@@ -196,11 +224,18 @@ def _body(description: str) -> dict[str, Any]:
                             "content": {"application/json": {"schema": {"type": "object"}}}}}
 
 
+def _gemini_key(request: Request) -> bool:
+    return "x-goog-api-key" in request.headers or "key" in request.query_params
+
+
 def _vendor_of(request: Request) -> str:
+    """Whose error shape a request gets when no endpoint of the gateway took it: by its path, else by
+    the headers its SDK always sends (`anthropic-version`; Gemini's key header or `?key=`)."""
     path = request.url.path
-    if path.startswith("/v1/messages"):
+    if path.startswith("/v1/messages") or "anthropic-version" in request.headers:
         return "anthropic"
-    if path.startswith("/v1beta/") or "cachedContents" in path or ":" in path:
+    if path.startswith(("/v1beta/", "/v1beta1/")) or "cachedContents" in path or ":" in path \
+            or _gemini_key(request) or "x-goog-api-client" in request.headers:
         return "gemini"
     return "openai"
 

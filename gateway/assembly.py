@@ -41,6 +41,7 @@ from gateway.stores.base import KVStore
 from gateway.upstream.client import UpstreamClients
 from gateway.usage.api import usage_router
 from gateway.usage.stage import UsageStage
+from gateway.vendor_keys import warn_missing_keys
 
 log = logging.getLogger("gateway")
 
@@ -66,6 +67,7 @@ class Components:
     _watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        warn_missing_keys(self.settings, self.registry.current)
         # Warm what the first translated request would otherwise load on the event loop.
         await asyncio.to_thread(preload_translation)
         for part in self.background:
