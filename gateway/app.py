@@ -247,7 +247,9 @@ def _error(vendor: str, status: int, message: str, code: str | None = None) -> R
 
 def _not_found(vendor: str, request: Request) -> Response:
     _log_unrouted(request, 404)
-    return _error(vendor, 404, f"No such endpoint: {request.url.path}.", "not_found")
+    # `code` is OpenAI's own field; Anthropic's and Gemini's shapes take their word for 404 from the status
+    return _error(vendor, 404, f"No such endpoint: {request.url.path[:_LOGGED_PATH_CHARS]}.",
+                  "not_found" if vendor == "openai" else None)
 
 
 def _log_unrouted(request: Request, status: int) -> None:
