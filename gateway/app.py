@@ -262,7 +262,11 @@ def _log_unrouted(request: Request, status: int) -> None:
 
 
 def app_from_env() -> FastAPI:
-    """Factory for `uvicorn --factory` (multi-worker serve): settings from the environment."""
+    """Factory for `uvicorn --factory` (multi-worker serve): settings from the environment. Each
+    worker is a process of its own: it sets up the JSON log lines itself."""
     import os
 
+    from gateway import logs
+
+    logs.configure(os.environ.get("GATEWAY_LOG_LEVEL", "info"))
     return create_app(Settings.load(os.environ.get("GATEWAY_CONFIG")))

@@ -125,8 +125,22 @@ def _serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     settings = Settings.load(args.config, host=args.host, port=args.port, policies=args.policies)
     if args.workers > 1:
-        # Workers import the app factory themselves; settings travel through the environment.
+        from gateway.policy.loader import load_policies
+        from gateway.workers import workers_refusal
+
+        try:
+            policies = load_policies(settings.policies)
+        except PolicyError as exc:
+            print(f"policies: {exc}", file=sys.stderr)
+            return 1
+        refusal = workers_refusal(settings, args.workers, policies)
+        if refusal:
+            print(refusal, file=sys.stderr)
+            return 2
+        # Workers import the app factory themselves; settings (and the log level: their lines are
+        # JSON too) travel through the environment.
         os.environ.setdefault("GATEWAY_POLICIES", str(settings.policies))
+        os.environ["GATEWAY_LOG_LEVEL"] = args.log_level
         if args.config:
             os.environ["GATEWAY_CONFIG"] = args.config
         uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host, port=settings.port,

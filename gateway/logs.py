@@ -24,6 +24,7 @@ class JsonFormatter(logging.Formatter):
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)),
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,  # several `serve --workers` processes write to one stream
             "msg": _ANSI.sub("", record.getMessage()),
         }
         for key, value in record.__dict__.items():

@@ -25,7 +25,8 @@ def test_made_up_model_names_are_counted_as_other(tmp_path: Path) -> None:
         client.close()
         gw.wait_idle()
         text = httpx2.get(f"{gw.url}/metrics").text
-    requests = [line for line in text.splitlines() if line.startswith("gateway_requests_total{") and 'tenant="lab"' in line]
+    requests = [line for line in text.splitlines()
+                if line.startswith("gateway_requests_total{") and 'tenant="lab"' in line]
     assert not [line for line in requests if made_up in line]
     assert [line for line in requests if 'model="other"' in line]
     assert [line for line in requests if 'model="gpt-4o-mini"' in line]
