@@ -127,7 +127,7 @@ def _date(started: float | None) -> str:
 
 
 def _shown(arg: str) -> str:
-    """A path argument as the repository root sees it (`../shared/eval/...`), for the docs."""
+    """A path argument as the repository root sees it (`tests/data/eval/...`), for the docs."""
     return os.path.relpath(arg, ROOT) if arg.startswith("/") and Path(arg).exists() else arg
 
 
