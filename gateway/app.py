@@ -147,7 +147,9 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def readyz() -> Response:
         # Ready once policies are loaded; never dependent on cache health (the caches fail open).
         if parts.started and parts.registry.current is not None:
-            return PlainTextResponse("ready")
+            # Still ready (the layers fail open), but a layer that could not start says so here.
+            off = [r for s in parts.pipeline.stages if (r := getattr(s, "off_reason", None))]
+            return PlainTextResponse("ready" + "".join(f"\ndegraded: {r}" for r in off))
         return PlainTextResponse("policies not loaded", status_code=503)
 
     @app.get("/metrics", tags=["ops"])

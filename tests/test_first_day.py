@@ -208,3 +208,24 @@ def test_alias_names_are_validated_in_the_policy(tmp_path) -> None:  # type: ign
     finally:
         sys.stderr = sys_stderr
     assert "model_aliases" in err.getvalue()
+
+
+# ---- item 9: an embedding model that is not installed --------------------------------------------
+
+
+def test_a_missing_embedding_model_fails_fast_and_readyz_says_the_layer_is_off(
+        emu: EmulatorSet, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    started = time.monotonic()
+    tenants = {"sem": {"key": "sk-sem-0001", "semantic_cache": {"enabled": True}}}
+    with LocalGateway(emu, tenants, tmp_path, embedding_model="no-such-org/no-such-model") as gw:
+        elapsed = time.monotonic() - started
+        ready = httpx2.get(f"{gw.url}/readyz")
+        client = gw.openai("sk-sem-0001")
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        client.close()
+    # the local copy is looked for first: the hub's retries are never waited on (the message says so)
+    assert "is not installed" in ready.text, (elapsed, ready.text)
+    assert ready.status_code == 200 and ready.text.startswith("ready")
+    assert "degraded: semantic cache off" in ready.text and "no-such-org/no-such-model" in ready.text
+    assert reply.choices[0].message.content  # the layer is off, requests still go through

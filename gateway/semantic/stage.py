@@ -104,6 +104,7 @@ class SemanticCacheStage(Stage):
             embedder = Embedder(backend, window_ms=self.options.batch_window_ms, max_batch=self.options.max_batch,
                                 cache_size=self.options.lru_size)
         self.embedder = embedder
+        self.off_reason: str | None = None  # why the layer is off (shown by /readyz), None while it works
         self.store = store
         self.clock = clock
         self.learner = Learner(judge=judge, rng=rng)
@@ -124,6 +125,7 @@ class SemanticCacheStage(Stage):
             await self.embedder.start()
         except Exception as exc:  # no model, no layer: requests still go through (fail-open)
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
+            self.off_reason = f"semantic cache off: the embedder failed to load ({str(exc)[:200]})"
             return
         # load the guard's word lists and the pinyin table now, not on the first request
         await asyncio.get_running_loop().run_in_executor(None, warm_up)
