@@ -175,3 +175,16 @@ def test_a_malformed_max_age_is_a_400_in_the_callers_shape(gw: LocalGateway) -> 
                                    messages=[{"role": "user", "content": "hi"}])
     finally:
         client.close()
+
+
+def test_a_vendor_timeout_is_answered_from_the_expired_entry(emu: EmulatorSet, tmp_path: Path) -> None:
+    """The gateway's own 504 (no answer within read_timeout) counts as the vendor failing."""
+    with LocalGateway(emu, TENANTS, tmp_path, read_timeout=1.0) as gw:
+        prompt = _prompt()
+        first = _chat(gw, "stale", prompt)
+        time.sleep(1.3)
+        emu.faults.openai.inject("timeout=5")
+        stale = _chat(gw, "stale", prompt)
+        assert stale.headers["x-gateway-stale"] == "stale-if-error"
+        assert stale.parse().choices[0].message.content == first.parse().choices[0].message.content
+        assert _record(gw, "stale", stale.headers["x-gateway-request-id"])["stale"]["upstream_status"] == 504
