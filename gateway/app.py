@@ -2,7 +2,7 @@
 
 `create_app(settings)` builds the whole gateway (policies, store, layers, upstream clients,
 vLLM pool) and returns a FastAPI app whose lifespan starts and stops them. Endpoint functions are
-thin: they name the protocol and hand the request to `Gateway.handle` or `passthrough.forward`.
+thin: they name the protocol and hand the request to `Gateway.handle`, `.forward` or `.list_models`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gateway.config import Settings
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
 from gateway.model_lists import ModelLists
-from gateway.passthrough import forward
+from gateway.vendors.registry import error_shape_of_path
 
 log = logging.getLogger("gateway")
 access_log = logging.getLogger("gateway.access")
@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.post("/v1/embeddings", tags=["openai"], openapi_extra=_body("OpenAI embeddings request"))
     async def embeddings(request: Request) -> Response:
-        return await forward(gw, request, "openai_chat", "embeddings", "/embeddings")
+        return await gw.forward(request, "openai_chat", "embeddings", "/embeddings")
 
     lists = ModelLists(gw, parts.pool.models if parts.pool is not None else None)
 
@@ -92,7 +92,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.post("/v1/messages/count_tokens", tags=["anthropic"], openapi_extra=_body("Anthropic count_tokens request"))
     async def count_tokens(request: Request) -> Response:
-        return await forward(gw, request, "anthropic_messages", "count_tokens", "/v1/messages/count_tokens",
+        return await gw.forward(request, "anthropic_messages", "count_tokens", "/v1/messages/count_tokens",
                              provider_name="anthropic")
 
     # ---- Gemini (google-genai 3.x defaults to v1, older SDKs and the docs use v1beta) ----
@@ -104,7 +104,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         if not path_safe_model(model.removeprefix("models/")):  # it goes into the upstream path as it is
             return _error("gemini", 400, f"`{model[:100]}` is not a valid Gemini model name.")
         if action == "countTokens":
-            return await forward(gw, request, "gemini", "count_tokens", f"/{version}/models/{target}",
+            return await gw.forward(request, "gemini", "count_tokens", f"/{version}/models/{target}",
                                  provider_name="gemini")
         return await gw.handle(request, "gemini", "generate", path_model=model,
                                path_stream=action == "streamGenerateContent", api_version=version)
@@ -116,19 +116,17 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def gemini_generate_unversioned(request: Request, target: str) -> Response:
         return await gemini_generate(request, "v1beta", target)
 
-    ownership = parts.gateway.ownership
-
     async def cached_contents(request: Request, version: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request)
-        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents",
-                             provider_name="gemini", method=request.method, ownership=ownership)
+        return await gw.forward(request, "gemini", "cached_contents", f"/{version}/cachedContents",
+                             provider_name="gemini", method=request.method, owned=True)
 
     async def cached_content(request: Request, version: str, name: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request)
-        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
-                             provider_name="gemini", method=request.method, ownership=ownership)
+        return await gw.forward(request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
+                             provider_name="gemini", method=request.method, owned=True)
 
     # One route per method: OpenAPI needs one operation (and operation id) for each.
     for method in ("GET", "POST"):
@@ -145,12 +143,13 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.get("/readyz", tags=["ops"])
     async def readyz() -> Response:
-        # Ready once policies are loaded; never dependent on cache health (the caches fail open).
-        if parts.started and parts.registry.current is not None:
-            # Still ready (the layers fail open), but a layer that could not start says so here.
-            off = [r for s in parts.pipeline.stages if (r := getattr(s, "off_reason", None))]
-            return PlainTextResponse("ready" + "".join(f"\ndegraded: {r}" for r in off))
-        return PlainTextResponse("policies not loaded", status_code=503)
+        # Ready once policies are loaded and the layers tenants use at start-up have loaded; never
+        # dependent on cache health (the caches fail open). The body says each layer's state.
+        states = "".join(f"{name}: {state}\n" for name, state in parts.layer_states().items())
+        if parts.ready:
+            return PlainTextResponse("ready\n" + states)
+        head = "loading" if parts.started else "policies not loaded"
+        return PlainTextResponse(f"{head}\n{states}", status_code=503)
 
     @app.get("/metrics", tags=["ops"])
     async def metrics() -> Response:
@@ -231,15 +230,13 @@ def _gemini_key(request: Request) -> bool:
 
 
 def _vendor_of(request: Request) -> str:
-    """Whose error shape a request gets when no endpoint of the gateway took it: by its path, else by
-    the headers its SDK always sends (`anthropic-version`; Gemini's key header or `?key=`)."""
-    path = request.url.path
-    if path.startswith("/v1/messages") or "anthropic-version" in request.headers:
+    """Whose error shape a request gets when no endpoint of the gateway took it: by the headers its SDK
+    always sends (`anthropic-version`; Gemini's key header or `?key=`), else by its path."""
+    if "anthropic-version" in request.headers:
         return "anthropic"
-    if path.startswith(("/v1beta/", "/v1beta1/")) or "cachedContents" in path or ":" in path \
-            or _gemini_key(request) or "x-goog-api-client" in request.headers:
+    if _gemini_key(request) or "x-goog-api-client" in request.headers:
         return "gemini"
-    return "openai"
+    return error_shape_of_path(request.url.path)
 
 
 def _error(vendor: str, status: int, message: str, code: str | None = None) -> Response:

@@ -31,7 +31,7 @@ def presented_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str |
 def authenticate(ctx: RequestContext, registry: PolicyRegistry) -> None:
     # `?key=` is the Gemini API's documented form; no OpenAI or Anthropic SDK puts a key in the URL,
     # where access logs and proxies keep it, so on their paths a query key is not read at all.
-    query = ctx.query if ctx.adapter.vendor == "gemini" else {}
+    query = ctx.query if ctx.adapter.key_in_query else {}
     key = presented_key(ctx.headers, query)
     if not key:
         raise GatewayError(401, "No API key provided. Send the gateway key as the SDK's api_key.")

@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 BENCHMARKS = {
     "all": "gateway_dev.bench.all",
@@ -24,6 +25,7 @@ BENCHMARKS = {
     "emulator": "gateway_dev.bench.emulator",
     "protocols": "gateway_dev.bench.protocols",
     "litellm": "gateway_dev.bench.litellm_side_by_side",
+    "startup": "gateway_dev.bench.startup",
     "load": "gateway_dev.bench.load",
 }
 
@@ -116,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # uvloop and httptools: the fastest loop and HTTP parser uvicorn has. No access log (the gateway
 # writes its own JSON line per request), no proxy-header rewriting (nothing reads the client
 # address) and no Server header: less work on every request.
-UVICORN = {"loop": "uvloop", "http": "httptools", "log_config": None, "access_log": False,
+UVICORN: dict[str, Any] = {"loop": "uvloop", "http": "httptools", "log_config": None, "access_log": False,
            "proxy_headers": False, "server_header": False, "timeout_graceful_shutdown": 30}
 
 

@@ -29,6 +29,7 @@ from gateway.auth import authenticate
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.handler import Gateway
 from gateway.respond import error_response, gateway_headers
+from gateway.signing.base import OutgoingRequest
 
 log = logging.getLogger("gateway.models")
 _LIST_PATHS = {"openai": "/models", "deepseek": "/models", "anthropic": "/v1/models?limit=1000",
@@ -95,6 +96,10 @@ class ModelLists:
         assert provider is not None
         headers = upstream_headers(ctx, provider, self.gw.providers)  # GatewayError without a key
         headers.pop("content-type", None)
+        if ctx.signer is not None:  # the credential, as the request path adds it
+            outgoing = OutgoingRequest("GET", url, dict(headers), None, ctx.upstream_key)
+            await ctx.signer.sign(outgoing)
+            headers = outgoing.headers
         session = self.gw.clients.session(provider_name)
         try:
             async with session.get(url, headers=headers, proxy=self.gw.clients.proxy_for(url)) as response:

@@ -13,7 +13,7 @@ from gateway.policy.policyset import PolicySet
 log = logging.getLogger("gateway")
 
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
-           "deepseek": "DEEPSEEK_API_KEY"}
+           "deepseek": "DEEPSEEK_API_KEY", "mistral": "MISTRAL_API_KEY"}
 MISSING_CODE = "gateway_upstream_key_missing"
 
 

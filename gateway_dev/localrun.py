@@ -56,6 +56,7 @@ class UvicornThread:
         config = uvicorn.Config(app, host=host, port=self.port, loop="asyncio", http="httptools",
                                 log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10)
         self.server = uvicorn.Server(config)
+        self.app = app
         self._thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -77,6 +78,12 @@ class UvicornThread:
                 raise RuntimeError(f"the server on port {self.port} failed to start")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the server on port {self.port} did not start in {timeout} s")
+            time.sleep(0.01)
+        # A gateway whose tenants use a lazily loaded layer is ready once it has loaded (/readyz).
+        parts = getattr(getattr(self.app, "state", None), "components", None)
+        while parts is not None and not parts.ready:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the gateway on port {self.port} was not ready in {timeout} s")
             time.sleep(0.01)
         return self
 

@@ -1,10 +1,10 @@
 """Per-token prices and the cost formulas.
 
-Prices come from litellm's bundled cost map (`litellm.model_cost`, offline with
-`LITELLM_LOCAL_MODEL_COST_MAP=True`), overridden field by field from the config file
-(`prices:` at the top level, keyed by model name or fnmatch pattern, and `upstreams[].prices`).
-Importing litellm takes seconds, so `load_cost_map()` runs once per process, off the event loop,
-when the usage stage starts; lookups are cached per (provider, model).
+Prices come from litellm's bundled cost map (what `litellm.model_cost` holds offline, with
+`LITELLM_LOCAL_MODEL_COST_MAP=True`), read from its file without importing litellm (see catalog.py),
+overridden field by field from the config file (`prices:` at the top level, keyed by model name or
+fnmatch pattern, and `upstreams[].prices`). `load_cost_map()` reads it once per process, off the
+event loop, when the usage stage starts; lookups are cached per (provider, model).
 
 Model names resolve robustly: exact; provider-prefixed the way litellm keys them (`gemini/…` is
 the Gemini API's price, the bare name is Vertex's; `deepseek/…`); `models/` and dated suffixes
@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gateway.accounting.catalog import read_cost_map
 from gateway.accounting.normalize import NormalizedUsage
 
 log = logging.getLogger("gateway.accounting.pricing")
@@ -141,14 +142,12 @@ _cost_map_lock = threading.Lock()
 
 
 def load_cost_map() -> Mapping[str, Mapping[str, Any]]:
-    """litellm's bundled cost map (imports litellm once per process: seconds; call it off the loop)."""
+    """litellm's bundled cost map, prices only (a file read, once per process; call it off the loop)."""
     global _cost_map
     if _cost_map is None:
         with _cost_map_lock:
             if _cost_map is None:
-                import litellm  # heavy; lazily, so that importing the gateway stays fast
-
-                _cost_map = litellm.model_cost
+                _cost_map = read_cost_map()
     return _cost_map
 
 

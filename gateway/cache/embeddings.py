@@ -173,3 +173,15 @@ def _decode(blob: bytes | None, tenant: str) -> dict[str, Any] | None:
     if not isinstance(entry, dict) or entry.get("t") != tenant or "e" not in entry:
         return None
     return entry
+
+
+async def merge_embeddings(cache: EmbeddingsCache, plan: EmbeddingsPlan, data: dict[str, Any],
+                           raw: bytes) -> tuple[Any, bytes]:
+    """The upstream's vectors for the missing inputs with the stored ones; the new ones stored."""
+    try:
+        merged, fresh = plan.merge(data)
+    except ValueError as exc:  # relayed as the upstream sent it, nothing stored
+        plan.ctx.record["embeddings_cache"]["error"] = str(exc)
+        return data, raw
+    await cache.store_new(plan, fresh)
+    return merged, orjson.dumps(merged) if plan.found else raw

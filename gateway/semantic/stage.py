@@ -93,13 +93,18 @@ class SemanticCacheStage(Stage):
 
     def __init__(self, settings: Settings, *, embedder: Embedder | None = None, store: VectorStore | None = None,
                  clock: Callable[[], float] = time.time, judge: Judge | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, lazy: bool = False) -> None:
         """`embedder` and `store` may be shared objects built by the caller; otherwise they come from
-        the settings (`GATEWAY_EMBEDDING_MODEL`, `GATEWAY_QDRANT_URL` / `GATEWAY_DATA_DIR`)."""
+        the settings (`GATEWAY_EMBEDDING_MODEL`, `GATEWAY_QDRANT_URL` / `GATEWAY_DATA_DIR`).
+
+        `lazy`: `start()` loads nothing; the embedder, the guard's resources and the store load in the
+        background once some tenant enables the layer (`prepare`, or that tenant's first request), so
+        a gateway whose tenants leave the layer off never holds them (hundreds of MB, seconds of start-up).
+        Until then the layer reports `state` "off" or "loading" and requests skip it."""
         self.settings = settings
         self.options = SemanticOptions.from_params(settings.semantic.params)
         if embedder is None:
-            key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+            key = settings.vendor_key("openai")
             backend = backend_from_settings(settings.embedding_model, settings.base_url("openai"), key)
             embedder = Embedder(backend, window_ms=self.options.batch_window_ms, max_batch=self.options.max_batch,
                                 cache_size=self.options.lru_size)
@@ -114,6 +119,10 @@ class SemanticCacheStage(Stage):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._purger: asyncio.Task[None] | None = None
         self._last_warning = 0.0
+        self.lazy = lazy
+        self._load: asyncio.Task[None] | None = None
+        self._loaded = False
+        self._failed: str | None = None
 
     @property
     def anchor(self) -> float:
@@ -121,18 +130,58 @@ class SemanticCacheStage(Stage):
 
     # ---- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        if not self.lazy:
+            await self._load_all()
+
+    @property
+    def state(self) -> str:
+        """"off" (nothing loaded: no tenant has enabled the layer), "loading", "ready" or "failed: …"."""
+        if self._failed is not None:
+            return f"failed: {self._failed}"
+        if self._loaded:
+            return "ready"
+        return "loading" if self._load is not None else "off"
+
+    def prepare(self, policies: Any) -> asyncio.Task[None] | None:
+        """Start loading in the background when a tenant of `policies` (a PolicySet) enables the layer:
+        the loading task (None when nothing needs loading)."""
+        wanted = any(p.semantic_cache.enabled for p in getattr(policies, "policies", {}).values())
+        return self._begin_load() if wanted else None
+
+    def _begin_load(self) -> asyncio.Task[None] | None:
+        if self._loaded or self._failed is not None:
+            return None
+        if self._load is None:
+            self._load = asyncio.create_task(self._load_all(), name="semantic-load")
+        return self._load
+
+    async def _load_all(self) -> None:
+        """The embedder in its worker thread, the guard's resources in a thread, then the store."""
+        started = time.monotonic()
         try:
             await self.embedder.start()
         except Exception as exc:  # no model, no layer: requests still go through (fail-open)
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
-            self.off_reason = f"semantic cache off: the embedder failed to load ({str(exc)[:200]})"
+            self._failed = "embedder did not load"
             return
-        # load the guard's word lists and the pinyin table now, not on the first request
-        await asyncio.get_running_loop().run_in_executor(None, warm_up)
-        if self.store is None:
-            self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
+        try:
+            # load the guard's word lists and the pinyin table now, not on the first request
+            await asyncio.get_running_loop().run_in_executor(None, warm_up)
+            if self.store is None:
+                self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
+        except Exception as exc:
+            if not self.lazy:
+                raise
+            # loading in the background: nobody awaits this task, so the layer says what happened
+            log.error("semantic cache: failed to load; the layer is off", extra={"error": repr(exc)})
+            self._failed = f"{type(exc).__name__}"
+            return
         await self._ensure_open()
         self._purger = asyncio.create_task(self._purge_loop(), name="semantic-purge")
+        self._loaded = True
+        if self.lazy:
+            log.info("semantic cache loaded", extra={"seconds": round(time.monotonic() - started, 2),
+                                                     "embedder": self.embedder.name})
 
     async def _ensure_open(self) -> bool:
         if self._open:
@@ -152,6 +201,10 @@ class SemanticCacheStage(Stage):
         return True
 
     async def stop(self) -> None:
+        if self._load is not None and not self._load.done():
+            self._load.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._load
         if self._purger is not None:
             self._purger.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -178,6 +231,8 @@ class SemanticCacheStage(Stage):
 
     async def purge(self, tenant: str, version: str | None = None) -> int:
         """Admin API: remove a tenant's entries (of one knowledge version, or all)."""
+        if self.store is None and self.lazy and self.embedder.dim:  # entries of an earlier run, layer not loaded
+            self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         if not await self._ensure_open() or self.store is None:
             raise RuntimeError("the semantic cache store is unavailable")
         return await self.store.purge(tenant, version)
@@ -199,7 +254,10 @@ class SemanticCacheStage(Stage):
         policy = ctx.policy.semantic_cache if ctx.policy is not None else None
         user_scope = ctx.policy is not None and ctx.policy.response_cache.scope == "user"
         reason = skip_reason(ctx, policy, user_scope, self.options.max_question_chars)
-        if reason is None and not self._open and not await self._ensure_open():
+        if reason is None and not self._loaded and self.lazy:
+            self._begin_load()  # this tenant enabled the layer since start: load it, off the loop
+            reason = "loading" if self._failed is None else "unavailable"
+        elif reason is None and not self._open and not await self._ensure_open():
             reason = "unavailable"
         if reason is not None or policy is None:
             ctx.record["semantic_cache_skip"] = reason

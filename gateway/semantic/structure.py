@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from gateway.semantic.lean_import import without
 from gateway.semantic.lexicon import ZH_STOP
 
 log = logging.getLogger("gateway.semantic")
@@ -51,9 +52,11 @@ def _spacy() -> Any:
         with _lock:
             if _nlp is None and not _nlp_failed:
                 try:
-                    import spacy
+                    # thinc would import torch (if installed) for layers this pipeline does not have
+                    with without("torch"):
+                        import spacy
 
-                    _nlp = spacy.load(EN_MODEL, exclude=["ner", "senter"])
+                        _nlp = spacy.load(EN_MODEL, exclude=["ner", "senter"])
                 except Exception as exc:  # not installed or not loadable: English stays evidence-only
                     _nlp_failed = True
                     log.warning("semantic cache: no English parser; the reworded lane is evidence-only in English",

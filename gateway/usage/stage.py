@@ -30,6 +30,7 @@ FLUSH_STORE_TIMEOUT = 2.0
 
 class UsageStage(Stage):
     name = "usage"
+    light = True  # pass-through requests are recorded too
 
     def __init__(self, settings: Any, store: KVStore, *, prices: PriceBook | None = None,
                  recorder: UsageRecorder | None = None, flush_store: KVStore | None = None,
@@ -51,7 +52,7 @@ class UsageStage(Stage):
         pricing.install(self.prices)
 
     async def start(self) -> None:
-        # litellm's import takes seconds: never on the loop.
+        # a file read and parse (~30 ms): never on the loop.
         await asyncio.to_thread(lambda: self.prices.cost_map)
         await self.recorder.start()
 

@@ -75,7 +75,8 @@ def benchmarks() -> list[Bench]:
         Bench("emulator", "emulator", "Emulator throughput", [], ["--duration", "2", "--warmup", "0.5"]),
         Bench("protocols", "protocols", "Protocol parsing, rendering and translation", ["--litellm"],
               ["--repeat", "3", "--deltas", "100"]),
-        Bench("litellm", "litellm", "LiteLLM proxy side by side", [], ["--quick"], "json+write"),
+        Bench("litellm", "litellm", "LiteLLM proxy side by side", ["--compare-workers"], ["--quick"], "json+write"),
+        Bench("startup", "startup", "Start-up: memory and time per step", [], [], "write"),
     ]
 
 
