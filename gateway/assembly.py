@@ -103,7 +103,9 @@ class Components:
 
     def layer_states(self) -> dict[str, str]:
         """Each layer's state: "ready", or what a lazily loaded layer says ("off", "loading", …)."""
-        return {stage.name: str(getattr(stage, "state", "ready")) for stage in self.pipeline.stages}
+        # `state` of a stage is its readiness word; a method of that name (a stage's per-request state) is not
+        return {stage.name: state if isinstance(state := getattr(stage, "state", "ready"), str) else "ready"
+                for stage in self.pipeline.stages}
 
     async def _watch_policies(self) -> None:
         while True:

@@ -220,5 +220,6 @@ def test_a_missing_embedding_model_fails_fast_and_readyz_says_the_layer_is_off(
     # the local copy is looked for first: the hub's retries are never waited on (the message says so)
     assert "is not installed" in ready.text, (elapsed, ready.text)
     assert ready.status_code == 200 and ready.text.startswith("ready")
-    assert "degraded: semantic cache off" in ready.text and "no-such-org/no-such-model" in ready.text
+    assert "semantic_cache: failed" in ready.text and "no-such-org/no-such-model" in ready.text
+    assert "bound method" not in ready.text
     assert reply.choices[0].message.content  # the layer is off, requests still go through

@@ -162,7 +162,7 @@ class SemanticCacheStage(Stage):
             await self.embedder.start()
         except Exception as exc:  # no model, no layer: requests still go through (fail-open)
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
-            self._failed = "embedder did not load"
+            self._failed = f"embedder did not load ({str(exc)[:200]})"
             return
         try:
             # load the guard's word lists and the pinyin table now, not on the first request
