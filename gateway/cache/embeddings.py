@@ -82,8 +82,8 @@ class EmbeddingsPlan:
         missing = self.missing
         if not isinstance(items, list) or len(items) != len(missing):
             raise ValueError("the upstream answered another number of embeddings than it was sent")
-        usage = upstream.get("usage") if isinstance(upstream.get("usage"), dict) else {}
-        tokens = int(usage.get("prompt_tokens") or 0)
+        usage = upstream.get("usage")
+        tokens = int(usage.get("prompt_tokens") or 0) if isinstance(usage, dict) else 0
         lengths = [max(1, len(self.inputs[i])) for i in missing]
         total = sum(lengths)
         model = upstream.get("model") or self.ctx.model
