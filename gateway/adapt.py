@@ -11,9 +11,11 @@ import re
 
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
+from gateway.policy.aliases import resolve_alias
 from gateway.protocols import get_adapter
 from gateway.protocols.translate import translate_request
 from gateway.providers import Provider, ProviderTable
+from gateway.vendor_keys import KEY_ENV, missing_key
 
 # Request headers never forwarded upstream: hop-by-hop, the caller's credentials (the upstream key
 # is set separately), the gateway's own, and those the HTTP client sets itself.
@@ -24,6 +26,9 @@ _DROP_REQUEST = frozenset({
     "x-forwarded-proto", "x-real-ip", "cache-control",
 })
 _PATH_SAFE_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a Gemini model id is made of
+# Any model name a vendor or LiteLLM spells (`vllm/name`, `bedrock/us.anthropic.claude...-v1:0`,
+# `ft:gpt-4o:org::id`): anything else (`../../etc/passwd`, spaces, 10 KB) is refused on every endpoint.
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,255}")
 
 
 def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
@@ -31,6 +36,7 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     model = adapter.model_of(ctx.body, ctx.path_model)
     if not isinstance(model, str) or not model:
         raise GatewayError(400, "The request has no `model`.")
+    model = resolve_alias(ctx, check_model_name(model))
     ctx.model = model
     if adapter.stream_in_body and not isinstance(ctx.body.get("stream", False), bool | None):
         # the vendors refuse it too; relayed, the upstream could stream an answer the gateway reads as whole
@@ -73,6 +79,12 @@ def path_safe_model(model: str) -> bool:
     return bool(_PATH_SAFE_MODEL.fullmatch(model)) and ".." not in model
 
 
+def check_model_name(model: str) -> str:
+    if not _MODEL_NAME.fullmatch(model) or ".." in model:
+        raise GatewayError(400, f"`{model[:100]}` is not a valid model name.", "invalid_model")
+    return model
+
+
 def unknown_model(model: str) -> GatewayError:
     return GatewayError(404, f"The model `{model}` does not exist or is not served by this gateway.",
                         "model_not_found")
@@ -85,6 +97,8 @@ def upstream_headers(ctx: RequestContext, provider: Provider, providers: Provide
     key = ctx.api_key if ctx.policy is not None and ctx.policy.upstream_keys == "passthrough" else None
     ctx.upstream_key = key or providers.upstream_key(provider)
     ctx.signer = provider.signer
+    if ctx.upstream_key is None and provider.name in KEY_ENV:
+        raise missing_key(provider.name)
     headers = {k: v for k, v in ctx.headers.items() if k not in _DROP_REQUEST and not k.startswith("x-gateway-")}
     headers["content-type"] = "application/json"
     for name, value in provider.spec.default_headers.items():

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -24,6 +25,7 @@ from gateway.assembly import Components, build_components
 from gateway.config import Settings
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
+from gateway.model_lists import ModelLists
 from gateway.vendors.registry import error_shape_of_path
 
 log = logging.getLogger("gateway")
@@ -61,9 +63,27 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def embeddings(request: Request) -> Response:
         return await gw.forward(request, "openai_chat", "embeddings", "/embeddings")
 
+    lists = ModelLists(gw, parts.pool.models if parts.pool is not None else None)
+
     @app.get("/v1/models", tags=["openai"])
     async def models(request: Request) -> Response:
-        return await gw.list_models(request)
+        if _gemini_key(request):  # google-genai 3.x lists models under v1
+            return await lists.gemini(request, "v1")
+        return await lists.openai_list(request)
+
+    @app.get("/{version}/models", tags=["gemini"])
+    async def gemini_models(request: Request, version: str) -> Response:
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request)
+        return await lists.gemini(request, version)
+
+    @app.get("/{version}/models/{name}", tags=["openai", "gemini"])
+    async def model_info(request: Request, version: str, name: str) -> Response:
+        if version == "v1" and not _gemini_key(request):
+            return await lists.openai_model(request, name)
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request)
+        return await lists.gemini(request, version, name)
 
     # ---- Anthropic ----
     @app.post("/v1/messages", tags=["anthropic"], openapi_extra=_body("Anthropic Messages request"))
@@ -148,6 +168,14 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def gateway_error(request: Request, exc: GatewayError) -> Response:
         return _error(_vendor_of(request), exc.status, exc.message, exc.code)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        # An admin body FastAPI validated: the usual error object, not FastAPI's {"detail": [...]}.
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+        return _error(_vendor_of(request), 400, f"{where}: {first.get('msg', 'invalid request')}")
+
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
         return _not_found(_vendor_of(request), request)
@@ -197,7 +225,17 @@ def _body(description: str) -> dict[str, Any]:
                             "content": {"application/json": {"schema": {"type": "object"}}}}}
 
 
+def _gemini_key(request: Request) -> bool:
+    return "x-goog-api-key" in request.headers or "key" in request.query_params
+
+
 def _vendor_of(request: Request) -> str:
+    """Whose error shape a request gets when no endpoint of the gateway took it: by the headers its SDK
+    always sends (`anthropic-version`; Gemini's key header or `?key=`), else by its path."""
+    if "anthropic-version" in request.headers:
+        return "anthropic"
+    if _gemini_key(request) or "x-goog-api-client" in request.headers:
+        return "gemini"
     return error_shape_of_path(request.url.path)
 
 
@@ -208,7 +246,9 @@ def _error(vendor: str, status: int, message: str, code: str | None = None) -> R
 
 def _not_found(vendor: str, request: Request) -> Response:
     _log_unrouted(request, 404)
-    return _error(vendor, 404, f"No such endpoint: {request.url.path}.", "not_found")
+    # `code` is OpenAI's own field; Anthropic's and Gemini's shapes take their word for 404 from the status
+    return _error(vendor, 404, f"No such endpoint: {request.url.path[:_LOGGED_PATH_CHARS]}.",
+                  "not_found" if vendor == "openai" else None)
 
 
 def _log_unrouted(request: Request, status: int) -> None:
@@ -221,7 +261,11 @@ def _log_unrouted(request: Request, status: int) -> None:
 
 
 def app_from_env() -> FastAPI:
-    """Factory for `uvicorn --factory` (multi-worker serve): settings from the environment."""
+    """Factory for `uvicorn --factory` (multi-worker serve): settings from the environment. Each
+    worker is a process of its own: it sets up the JSON log lines itself."""
     import os
 
+    from gateway import logs
+
+    logs.configure(os.environ.get("GATEWAY_LOG_LEVEL", "info"))
     return create_app(Settings.load(os.environ.get("GATEWAY_CONFIG")))

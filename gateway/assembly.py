@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from gateway.admin import admin_dependency
+from gateway.cache.embeddings import EmbeddingsCache
 from gateway.cache.stage import ResponseCacheStage
 from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
@@ -33,6 +34,7 @@ from gateway.stores.base import KVStore
 from gateway.upstream.client import UpstreamClients
 from gateway.usage.api import usage_router
 from gateway.usage.stage import UsageStage
+from gateway.vendor_keys import warn_missing_keys
 
 log = logging.getLogger("gateway")
 
@@ -60,6 +62,7 @@ class Components:
     _loading: list[Any] = field(default_factory=list)
 
     async def start(self) -> None:
+        warn_missing_keys(self.settings, self.registry.current)
         # Warm what the first translated request would otherwise load on the event loop.
         await asyncio.to_thread(preload_translation)
         for part in self.background:
@@ -100,7 +103,9 @@ class Components:
 
     def layer_states(self) -> dict[str, str]:
         """Each layer's state: "ready", or what a lazily loaded layer says ("off", "loading", …)."""
-        return {stage.name: str(getattr(stage, "state", "ready")) for stage in self.pipeline.stages}
+        # `state` of a stage is its readiness word; a method of that name (a stage's per-request state) is not
+        return {stage.name: state if isinstance(state := getattr(stage, "state", "ready"), str) else "ready"
+                for stage in self.pipeline.stages}
 
     async def _watch_policies(self) -> None:
         while True:
@@ -138,6 +143,8 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
     gateway = Gateway(settings, registry, providers, pipeline, clients)
     gateway.ownership = CachedContentOwnership(store)
     gateway.request_checks.append(gateway.ownership.check_reference)
+    if pipeline.stage("response_cache") is not None:
+        gateway.embeddings = EmbeddingsCache(store)
     parts = Components(settings=settings, registry=registry, store=store, providers=providers, pipeline=pipeline,
                        clients=clients, gateway=gateway)
     route = pipeline.stage("route")

@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=None, help="YAML config file (same names as the settings)")
     serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--with-emulators", action="store_true",
+                       help="development: start the bundled vendor emulators too, point the gateway at them and "
+                            "print the URLs, keys and SDK snippets")
 
     demo = sub.add_parser("demo", help="run emulators + gateway and replay a realistic workload")
     demo.add_argument("--requests", type=int, default=0, help="scale the workload (0: the default size)")
@@ -63,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--tenant", default=None)
     report.add_argument("--since", default="7d")
     report.add_argument("--config", default=None)
+    report.add_argument("--url", default=None,
+                        help="the running gateway to ask (default http://GATEWAY_HOST:GATEWAY_PORT, 127.0.0.1:8080)")
 
     semantic = sub.add_parser("semantic", help="semantic-cache tools (semantic calibrate --help)")
     semantic.add_argument("semantic_command", choices=["calibrate"])
@@ -99,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gateway.config import Settings
         from gateway.usage.report import report_command
 
-        return report_command(Settings.load(args.config), args.tenant, args.since)
+        return report_command(Settings.load(args.config), args.tenant, args.since, url=args.url)
     if args.command == "semantic":
         from gateway.semantic.calibrate import main as calibrate_main
 
@@ -118,6 +123,13 @@ UVICORN: dict[str, Any] = {"loop": "uvloop", "http": "httptools", "log_config": 
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.with_emulators:
+        if args.workers > 1:
+            print("serve --with-emulators runs one worker", file=sys.stderr)
+            return 2
+        from gateway_dev.devserve import run_dev
+
+        return run_dev(args.host, args.port, args.policies, args.config, args.log_level)
     import uvicorn
 
     from gateway import logs
@@ -127,8 +139,22 @@ def _serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     settings = Settings.load(args.config, host=args.host, port=args.port, policies=args.policies)
     if args.workers > 1:
-        # Workers import the app factory themselves; settings travel through the environment.
+        from gateway.policy.loader import load_policies
+        from gateway.workers import workers_refusal
+
+        try:
+            policies = load_policies(settings.policies)
+        except PolicyError as exc:
+            print(f"policies: {exc}", file=sys.stderr)
+            return 1
+        refusal = workers_refusal(settings, args.workers, policies)
+        if refusal:
+            print(refusal, file=sys.stderr)
+            return 2
+        # Workers import the app factory themselves; settings (and the log level: their lines are
+        # JSON too) travel through the environment.
         os.environ.setdefault("GATEWAY_POLICIES", str(settings.policies))
+        os.environ["GATEWAY_LOG_LEVEL"] = args.log_level
         if args.config:
             os.environ["GATEWAY_CONFIG"] = args.config
         uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host, port=settings.port,

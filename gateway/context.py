@@ -69,7 +69,9 @@ class RequestContext:
     rewrite: Layout | None = None
 
     # outcome
-    cache_status: str = "miss"  # response-hit | semantic-hit | miss | bypass
+    # response-hit | semantic-hit | miss | bypass. `bypass` until a layer is consulted: a request
+    # refused before the caches (401, 400) consulted none.
+    cache_status: str = "bypass"
     similarity: float | None = None
     answer: Answer | None = None  # set only for a complete, successful answer (live or cached)
     # Who produced `answer`: "upstream" (a live call), "response-cache", "semantic-cache", or

@@ -26,11 +26,13 @@ from starlette.responses import Response
 from gateway.adapt import adapt, upstream_headers
 from gateway.answer import Answer
 from gateway.auth import authenticate
+from gateway.cache.embeddings import EmbeddingsCache, merge_embeddings
+from gateway.cache.stale import StaleFallback, fallback
 from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
-from gateway.passthrough import add_models, named_provider, parse_json, provider_of_body, strip_key
+from gateway.passthrough import add_models, check_body_model, named_provider, parse_json, provider_of_body, strip_key
 from gateway.pipeline import EventHook, Pipeline
 from gateway.policy.registry import PolicyRegistry
 from gateway.protocols import get_adapter
@@ -107,6 +109,10 @@ class Gateway:
         self.pool_models: Callable[[], Iterable[str]] | None = None  # the vLLM pool's names, when there is one
         # The stages that repair a request the upstream refused (a vendor cache that vanished).
         self.error_hook: ErrorHook | None = pipeline if pipeline.repairs else None
+        self.embeddings: EmbeddingsCache | None = None  # per-input cache of POST /v1/embeddings
+        # The response cache answers from an expired entry when the vendor fails (stale-if-error).
+        stale = pipeline.stage("response_cache")
+        self.stale: StaleFallback | None = stale if hasattr(stale, "stale_answer") else None  # type: ignore[assignment]
 
     def new_context(self, request: Request, protocol: str, endpoint: str = "") -> RequestContext:
         return RequestContext(
@@ -138,7 +144,15 @@ class Gateway:
             hit = await self.pipeline.before(ctx)
             if hit is not None:
                 return respond_hit(ctx, hit, self)
-            upstream = await open_upstream(ctx, self.clients, self.failover, error_hook=self.error_hook)
+            try:
+                upstream = await open_upstream(ctx, self.clients, self.failover, error_hook=self.error_hook)
+            except GatewayError as exc:
+                if (stale := await fallback(self.stale, ctx, exc.status)) is None:
+                    raise
+                return respond_hit(ctx, stale, self)
+            if upstream.status >= 400 and (stale := await fallback(self.stale, ctx, upstream.status)) is not None:
+                upstream.release()
+                return respond_hit(ctx, stale, self)
             return await respond_upstream(ctx, upstream, self)
         except GatewayError as exc:
             response = error_response(ctx, exc)
@@ -154,10 +168,14 @@ class Gateway:
         ownership = self.ownership if owned else None
         try:
             authenticate(ctx, self.registry)
+            apply_policy(ctx)  # Cache-Control, x-gateway-* bounds, the user scope
             if method in ("POST", "PATCH"):
                 await self._read_body(ctx, request)
-            provider = named_provider(self.providers, provider_name) if provider_name is not None \
-                else provider_of_body(self.providers, ctx)
+            if provider_name is not None:
+                check_body_model(ctx)
+                provider = named_provider(self.providers, provider_name)
+            else:
+                provider = provider_of_body(self.providers, ctx)
             ctx.method, ctx.native_path = method, path
             if ownership is not None:
                 await ownership.before(ctx)
@@ -166,8 +184,20 @@ class Gateway:
             query = f"?{request.url.query}" if request.url.query and method == "GET" else ""
             ctx.upstream_path = strip_key(path + query)
             ctx.upstream_body = ctx.body
+            if ctx.model and ctx.body.get("model") not in (None, ctx.model):  # an alias
+                ctx.upstream_body = {**ctx.body, "model": ctx.model}
             ctx.upstream_headers = upstream_headers(ctx, provider, self.providers)
             await self.light_pipeline.before(ctx)
+            plan = self.embeddings.plan(ctx) if endpoint == "embeddings" and self.embeddings is not None else None
+            marks: dict[str, str] = {}
+            if plan is not None:
+                await self.embeddings.lookup(plan)  # type: ignore[union-attr]
+                self.embeddings.mark(plan, marks)  # type: ignore[union-attr]
+                if plan.complete:
+                    ctx.latency_s = ctx.ttft_s = ctx.elapsed()
+                    self.done(ctx, self.light_pipeline)
+                    return json_response(ctx, 200, orjson.dumps(plan.cached_body()), marks)
+                ctx.upstream_body = plan.upstream_body()
             up = await open_upstream(ctx, self.clients, self.failover if provider.spec.pooled else None, method)
             raw = await up.response.read()
             up.release()
@@ -177,16 +207,20 @@ class Gateway:
                 if ownership is not None and data is not None:
                     data = await ownership.after(ctx, data)
                     raw = orjson.dumps(data)
+                if plan is not None and isinstance(data, dict):
+                    data, raw = await merge_embeddings(self.embeddings, plan, data, raw)  # type: ignore[arg-type]
                 usage = data.get("usage") if isinstance(data, dict) else None
                 if isinstance(usage, dict):
                     ctx.answer = Answer(text="", model=ctx.model, provider=provider.name, usage_raw=usage)
                     ctx.answered_by = "upstream"
-            ctx.cache_status = "bypass"
+            if plan is None:
+                ctx.cache_status = "bypass"
             ctx.latency_s = ctx.ttft_s = ctx.elapsed()
             self.done(ctx, self.light_pipeline)
-            return json_response(ctx, up.status, raw, up.headers)
+            return json_response(ctx, up.status, raw, {**up.headers, **marks})
         except GatewayError as exc:
-            ctx.cache_status = "bypass"
+            if not ctx.record.get("embeddings_cache"):
+                ctx.cache_status = "bypass"
             response = error_response(ctx, exc)
             self.done(ctx, self.light_pipeline)
             return response

@@ -9,10 +9,23 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from gateway.adapt import unknown_model
+from gateway.adapt import check_model_name, unknown_model
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
+from gateway.policy.aliases import resolve_alias
 from gateway.providers import Provider, ProviderTable
+
+
+def check_body_model(ctx: RequestContext) -> str | None:
+    """The body's model, checked on every endpoint (it reaches the upstream, and for some its URL),
+    with the tenant's alias resolved; None when the body names none."""
+    model = ctx.body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise GatewayError(400, "`model` must be a string.")
+    if not model:
+        return None
+    ctx.model = resolve_alias(ctx, check_model_name(model))
+    return ctx.model
 
 
 def named_provider(providers: ProviderTable, name: str) -> Provider:
@@ -23,10 +36,9 @@ def named_provider(providers: ProviderTable, name: str) -> Provider:
 
 
 def provider_of_body(providers: ProviderTable, ctx: RequestContext) -> Provider:
-    model = ctx.body.get("model")
-    if not isinstance(model, str) or not model:
+    model = check_body_model(ctx)
+    if not model:
         raise GatewayError(400, "The request has no `model`.")
-    ctx.model = model
     provider = providers.for_model(model, ctx.adapter.name)
     if provider is None:
         raise unknown_model(model)

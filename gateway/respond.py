@@ -25,6 +25,7 @@ import orjson
 from starlette.responses import Response, StreamingResponse
 
 from gateway.answer import Answer, AnswerBuilder, Event
+from gateway.cache.stale import stale_headers
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.pipeline import EventHook, Hit
@@ -68,6 +69,8 @@ def gateway_headers(ctx: RequestContext) -> dict[str, str]:
         cause = ctx.prefix.header(ctx)
         if cause:
             headers["x-gateway-prefix-break"] = cause
+    if "stale" in ctx.record:
+        headers.update(stale_headers(ctx))
     return headers
 
 

@@ -234,8 +234,10 @@ class PriceBook:
             source = "self-hosted" if provider == "vllm" else "unknown"
             prices = Prices(source=source)
             if override is None and key_not_warned(self._warned, provider, model):
-                log.warning("no price for model; its cost is recorded as 0 (set `prices:` in the config)",
-                            extra={"provider": provider, "model": model})
+                # A self-hosted (vLLM) model costs 0 by design: worth a note, not a warning.
+                log.log(logging.INFO if source == "self-hosted" else logging.WARNING,
+                        "no price for model %s (%s); its cost is recorded as 0 (set `prices:` in the config)",
+                        model, provider, extra={"provider": provider, "model": model})
         if provider == "gemini" and not prices.storage_per_token_hour:
             bare = _name_variants(model)[-1]
             rate = next((r for pattern, r in _GEMINI_STORAGE if fnmatch.fnmatchcase(bare, pattern)), 0.0)

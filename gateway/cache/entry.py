@@ -7,6 +7,8 @@ compression on every write and a decompression on every hit. Both versions are r
 and key digest are checked again on read, so even a bug that computed a wrong store key could not
 hand one tenant's answer to another. An entry holds the answer only: no request headers, no API
 key, no request body.
+With stale-if-error, `"ttl"` (seconds fresh) is in the JSON too: an entry may outlive its `ttl` in the
+store (the stale window), and is then served only when the vendor fails.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ class BadEntry(ValueError):
     """An entry that cannot be read (old version, corrupt, someone else's): treated as a miss."""
 
 
-def encode(answer: Answer, tenant: str, digest: str, now: float | None = None) -> bytes:
-    doc = {"t": tenant, "k": digest, "at": time.time() if now is None else now, "a": answer.to_dict()}
+def encode(answer: Answer, tenant: str, digest: str, now: float | None = None, ttl: float | None = None) -> bytes:
+    doc: dict[str, Any] = {"t": tenant, "k": digest, "at": time.time() if now is None else now, "a": answer.to_dict()}
+    if ttl is not None:
+        doc["ttl"] = ttl
     raw = orjson.dumps(doc)
     if len(raw) < COMPRESS_FROM:
         return VERSION_PLAIN + raw
@@ -58,10 +62,18 @@ def decode_doc(blob: bytes) -> dict[str, Any]:
 
 
 def decode(blob: bytes, tenant: str, digest: str) -> Answer:
+    return decode_entry(blob, tenant, digest)[0]
+
+
+def decode_entry(blob: bytes, tenant: str, digest: str) -> tuple[Answer, float, float | None]:
+    """The answer, when it was stored (unix time) and how long it is fresh (None: as long as it is kept)."""
     doc = decode_doc(blob)
     if doc.get("t") != tenant or doc.get("k") != digest:
         raise BadEntry("entry belongs to another key")
     try:
-        return Answer.from_dict(doc["a"])
+        answer = Answer.from_dict(doc["a"])
     except (KeyError, TypeError) as exc:
         raise BadEntry(f"malformed answer: {exc}") from exc
+    at, ttl = doc.get("at"), doc.get("ttl")
+    return (answer, float(at) if isinstance(at, int | float) else time.time(),
+            float(ttl) if isinstance(ttl, int | float) else None)

@@ -19,14 +19,16 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.answer import Answer, Event, Finish, Start
 from gateway.cache import entry as entries
+from gateway.cache.directives import AgeLimits, age_limits
 from gateway.cache.key import cache_key, entry_key, lock_key
 from gateway.cache.purge import purge
 from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
+from gateway.cache.stale import Stale, serve_stale
 from gateway.context import RequestContext
 from gateway.keys import unreplayable
 from gateway.metrics import CACHE_LOOKUPS
@@ -51,6 +53,9 @@ class _State:
     flight: Flight | None = None
     finalizer: weakref.finalize | None = None
     lock: ReplicaLock | None = None
+    limits: AgeLimits = field(default_factory=AgeLimits)
+    stale_window: float = 0.0  # how long past its freshness an entry may still answer a failed call
+    stale: Stale | None = None  # an expired entry found on lookup, kept in case the vendor fails
 
 
 class ResponseCacheStage(Stage):
@@ -83,7 +88,12 @@ class ResponseCacheStage(Stage):
             CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
             return None
         digest = cache_key(ctx, user_scope=policy.scope == "user")
-        state = _State(digest, entry_key(ctx.tenant, digest))
+        state = _State(digest, entry_key(ctx.tenant, digest),
+                       limits=age_limits(ctx.headers.get("cache-control", ""), shared=policy.scope == "tenant"))
+        window = policy.stale_if_error or 0.0
+        if state.limits.stale_if_error is not None:
+            window = min(window, state.limits.stale_if_error)
+        state.stale_window = window
         ctx.scratch[self.name] = state
         if ctx.no_cache:  # fresh answer wanted: no lookup, no flight, still stored
             ctx.cache_status = "bypass"
@@ -91,6 +101,7 @@ class ResponseCacheStage(Stage):
             CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
             return None
 
+        ctx.cache_status = "miss"  # looked up: a miss unless the entry is found
         try:
             blob = await self.store.get(state.entry_key)
         except StoreUnavailable as exc:
@@ -237,10 +248,12 @@ class ResponseCacheStage(Stage):
             return None
 
     async def _read(self, state: _State, blob: bytes | None, tenant: str) -> Answer | None:
+        """The entry's answer when it is fresh for this request; an expired one within the stale
+        window is kept on `state.stale` instead."""
         if blob is None:
             return None
         try:
-            return entries.decode(blob, tenant, state.digest)
+            answer, stored_at, ttl = entries.decode_entry(blob, tenant, state.digest)
         except entries.BadEntry as exc:
             log.warning("unreadable response-cache entry dropped", extra={"error": str(exc)})
             try:
@@ -248,6 +261,25 @@ class ResponseCacheStage(Stage):
             except StoreUnavailable:
                 pass
             return None
+        age = max(0.0, time.time() - stored_at)
+        fresh_for = ttl if ttl is not None else float("inf")
+        if state.limits.max_age is not None:
+            fresh_for = min(fresh_for, state.limits.max_age)
+        if age <= fresh_for:
+            return answer
+        if state.stale_window > 0 and age - fresh_for <= state.stale_window:
+            state.stale = Stale(answer, age)
+        return None
+
+    async def stale_answer(self, ctx: RequestContext, status: int) -> Hit | None:
+        """The vendor failed with `status`: the expired entry found on lookup, if the window allows."""
+        state: _State | None = ctx.scratch.get(self.name)
+        if state is None or state.stale is None:
+            return None
+        state.may_store = False
+        answer = serve_stale(ctx, state.stale, status)
+        CACHE_LOOKUPS.labels(layer=LAYER, result="stale").inc()
+        return _hit(ctx, "response-hit", answer)
 
     # ---- after --------------------------------------------------------------------------------
     async def after(self, ctx: RequestContext) -> None:
@@ -258,15 +290,16 @@ class ResponseCacheStage(Stage):
         try:
             if state.may_store and answer is not None and ctx.answered_by == "upstream" and ctx.policy is not None:
                 policy = ctx.policy.response_cache
-                if storable(answer, policy):
-                    await self._store(ctx, state, answer, policy.ttl)
+                fresh = policy.ttl if state.limits.max_age is None else min(policy.ttl, state.limits.max_age)
+                if storable(answer, policy) and fresh > 0:
+                    await self._store(ctx, state, answer, fresh, fresh + (policy.stale_if_error or 0.0))
         finally:
             await self._release(state, answer)
 
-    async def _store(self, ctx: RequestContext, state: _State, answer: Answer, ttl: float) -> None:
-        blob = entries.encode(answer, ctx.tenant, state.digest)
+    async def _store(self, ctx: RequestContext, state: _State, answer: Answer, fresh: float, keep: float) -> None:
+        blob = entries.encode(answer, ctx.tenant, state.digest, ttl=fresh)
         try:
-            await self.store.set(state.entry_key, blob, ttl=ttl)
+            await self.store.set(state.entry_key, blob, ttl=keep)
         except StoreUnavailable as exc:
             self._warn("response cache write failed; answer not stored", ctx, exc)
 

@@ -110,6 +110,7 @@ class SemanticCacheStage(Stage):
             embedder = Embedder(backend, window_ms=self.options.batch_window_ms, max_batch=self.options.max_batch,
                                 cache_size=self.options.lru_size)
         self.embedder = embedder
+        self.off_reason: str | None = None  # why the layer is off (shown by /readyz), None while it works
         self.store = store
         self.clock = clock
         self.learner = Learner(judge=judge, rng=rng)
@@ -162,7 +163,7 @@ class SemanticCacheStage(Stage):
             await self.embedder.start()
         except Exception as exc:  # no model, no layer: requests still go through (fail-open)
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
-            self._failed = "embedder did not load"
+            self._failed = f"embedder did not load ({str(exc)[:200]})"
             return
         try:
             # load the guard's word lists and the pinyin table now, not on the first request
@@ -280,6 +281,7 @@ class SemanticCacheStage(Stage):
         except Exception as exc:
             CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
             self._warn("semantic cache lookup failed; treated as a miss", exc, ctx)
+            ctx.cache_status = "miss"
             return None
         if state.detail.get("rejected"):
             ctx.record["semantic_rejected"] = state.detail["rejected"]
@@ -287,6 +289,7 @@ class SemanticCacheStage(Stage):
             ctx.record["semantic_verify"] = state.verify.lane
         if found is None:
             CACHE_LOOKUPS.labels(layer=LAYER, result="miss").inc()
+            ctx.cache_status = "miss"  # a layer was consulted: not `bypass`, even with the response cache off
             return None
         answer, cosine = found
         CACHE_LOOKUPS.labels(layer=LAYER, result="hit").inc()

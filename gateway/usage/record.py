@@ -39,7 +39,7 @@ GATEWAY_INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 HIT_LAYERS = {"response-cache": "response", "semantic-cache": "semantic", "single-flight": "single-flight"}
 _STATUS_LAYERS = {"response-hit": "response", "semantic-hit": "semantic"}
 _LIFTED = ("prompt_cache_key", "cache_retention", "prompt_template_id", "prompt_template_version",
-           "storage_cost_usd", "saved_from", "prefix")
+           "storage_cost_usd", "saved_from", "prefix", "stale")
 
 
 @dataclass(slots=True)
@@ -89,6 +89,9 @@ class UsageRecord:
     # {previous_request_id, common_tokens, break: null | {part, cause, message_index, tokens_lost,
     # cost_lost_usd}}; None for requests the explainer did not see (hits, short-circuits).
     prefix: dict[str, Any] | None = None
+    # An expired response-cache answer served because the vendor failed (gateway/cache/stale.py):
+    # {reason: "stale-if-error", age_s, upstream_status}; None for every other answer.
+    stale: dict[str, Any] | None = None
 
     @property
     def is_hit(self) -> bool:
@@ -204,6 +207,7 @@ class RecordBuilder:
             similarity=ctx.similarity,
             details={k: v for k, v in extra.items() if k not in _LIFTED} if extra else {},
             prefix=extra.get("prefix") if isinstance(extra.get("prefix"), dict) else None,
+            stale=extra.get("stale") if isinstance(extra.get("stale"), dict) else None,
         )
         if served and served != rec.model:
             rec.details["served_model"] = served

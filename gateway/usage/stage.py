@@ -18,6 +18,7 @@ from gateway.context import RequestContext
 from gateway.pipeline import Stage
 from gateway.stores import open_store
 from gateway.stores.base import KVStore
+from gateway.usage.labels import model_label
 from gateway.usage.record import RecordBuilder, UsageRecord, storage_record
 from gateway.usage.recorder import UsageRecorder
 
@@ -92,7 +93,8 @@ def observe(rec: UsageRecord, read_saving: float, write_premium: float) -> None:
         if rec.storage_cost_usd:
             metrics.CACHE_OVERHEAD.labels(tenant, provider).inc(rec.storage_cost_usd)
         return
-    metrics.REQUESTS.labels(tenant, provider, rec.model or "-", rec.gateway_cache or "-").inc()
+    model = model_label(rec.model, rec.price_source, rec.status)
+    metrics.REQUESTS.labels(tenant, provider, model, rec.gateway_cache or "-").inc()
     if rec.is_hit:
         # Tokens counted are the ones that went upstream; a hit's tokens show as saved cost.
         if rec.saved_usd > 0:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-EVAL = ROOT.parent / "shared" / "eval"
+EVAL = ROOT / "tests" / "data" / "eval"  # the labelled pairs, copied into the repository
 DOC = ROOT / "docs" / "benchmarks.md"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SCRATCH_ARGS = re.compile(r" --(?:write|json|docs) [^\s`]*bench-all-[^\s/`]+/[^\s`]+")
@@ -128,7 +128,7 @@ def _date(started: float | None) -> str:
 
 
 def _shown(arg: str) -> str:
-    """A path argument as the repository root sees it (`../shared/eval/...`), for the docs."""
+    """A path argument as the repository root sees it (`tests/data/eval/...`), for the docs."""
     return os.path.relpath(arg, ROOT) if arg.startswith("/") and Path(arg).exists() else arg
 
 
@@ -256,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             progress.advance(task)
             console.print(f"  {b.id}: {b.result['status']} in {b.result.get('seconds', 0):.0f} s")
     console.print(f"full output: {scratch / 'bench-all.log'}")
-    failed = [b.id for b in chosen if b.result["status"] == "failed"]
+    code, summary = outcome(chosen)
+    console.print(summary)
     if args.no_write:
         for b in chosen:
             print(f"{b.id:16} {b.result['status']:8} {b.result.get('seconds', 0):6.0f} s  {b.result['command']}")
@@ -264,7 +265,18 @@ def main(argv: list[str] | None = None) -> int:
         old = args.doc.read_text() if args.only and args.doc.exists() else ""
         args.doc.write_text(document(chosen, args.quick, list(argv or []), old, args.doc.parent / "img"))
         console.print(f"wrote {args.doc}")
-    return 1 if failed else 0
+    return code
+
+
+def outcome(benches: list[Bench]) -> tuple[int, str]:
+    """The exit code and the line that says why: 1 when a benchmark crashed (`failed`) or missed a
+    target it checks (`verdict`, its own exit 1): neither may hide behind a green exit."""
+    by: dict[str, list[str]] = {}
+    for b in benches:
+        by.setdefault(b.result.get("status", "failed"), []).append(b.id)
+    parts = [f"{status}: {', '.join(ids)}" for status, ids in sorted(by.items())]
+    bad = by.get("failed", []) + by.get("verdict", [])
+    return (1 if bad else 0), ("bench all: " + "; ".join(parts) + (" — FAILED" if bad else " — ok"))
 
 
 if __name__ == "__main__":

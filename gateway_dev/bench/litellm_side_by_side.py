@@ -53,8 +53,8 @@ from gateway_dev.redis_servers import RedisSingle
 KEY = "bench-key"
 MODEL = "gpt-4o-mini"
 TITLE = "LiteLLM proxy side by side"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval"
-DEFAULT_PAIRS = [SHARED / "semantic_pairs_dev.jsonl", SHARED / "qqp_pairs_sample.jsonl"]
+EVAL = Path(__file__).resolve().parents[2] / "tests" / "data" / "eval"  # copied into the repository
+DEFAULT_PAIRS = [EVAL / "semantic_pairs_dev.jsonl", EVAL / "qqp_pairs_sample.jsonl"]
 
 
 @dataclass

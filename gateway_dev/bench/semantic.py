@@ -1,7 +1,7 @@
 """`llm-cache-gateway bench semantic --pairs FILE [--threshold T]`: the semantic cache's decision on labelled pairs.
 
 Each line of FILE is `{"id", "lang", "domain", "cached", "query", "reuse", "kind"}` (the format of
-`shared/eval/semantic_pairs_dev.jsonl`). Both questions are embedded with the configured embedder
+`tests/data/eval/semantic_pairs_dev.jsonl`). Both questions are embedded with the configured embedder
 (`GATEWAY_EMBEDDING_MODEL`, default: the packaged one), and the live decision function
 (`gateway.semantic.guard.decide`, the one the stage calls) judges each pair at the policy threshold
 `T` (similarity scale; default: the policy default). Printed: precision, recall and false-hit rate

@@ -70,3 +70,21 @@ def test_quick_runs_skip_what_has_no_quick_size(tmp_path: Path) -> None:
     with open(tmp_path / "log", "w") as log:
         bench_all.run_one(b, True, tmp_path, 300, log)
     assert b.result["status"] == "skipped"
+
+
+def test_every_input_file_lives_in_the_repository() -> None:
+    root = Path(bench_all.__file__).resolve().parents[2]
+    for b in bench_all.benchmarks():
+        for arg in [*b.full, *(b.quick or [])]:
+            if arg.endswith((".jsonl", ".json", ".csv")):
+                path = Path(arg).resolve()
+                assert path.is_relative_to(root), f"{b.id} reads {arg}, outside the repository"
+                assert path.exists(), f"{b.id}: {arg} is missing"
+
+
+def test_a_crash_or_a_missed_target_fails_the_run_and_skips_are_named() -> None:
+    ok, skipped = _bench("core"), _bench("semantic-qqp", status="skipped", note="not part of a --quick run")
+    assert bench_all.outcome([ok, skipped]) == (0, "bench all: ok: core; skipped: semantic-qqp — ok")
+    code, line = bench_all.outcome([ok, _bench("routing", status="verdict", rc=1)])
+    assert code == 1 and "verdict: routing" in line and "FAILED" in line
+    assert bench_all.outcome([_bench("semantic-dev", status="failed", rc=2)])[0] == 1
