@@ -141,7 +141,7 @@ class EvidenceBook:
         """A wrong observation in the neighbourhood at least as similar as `similarity` (minus the
         entry margin): a pair that close was wrong, so a less similar one is not served on a prior."""
         pool = self._pools.get((tenant, lang, lane))
-        return bool(pool) and any(not ok and s >= similarity - ENTRY_MARGIN for s, ok in pool)
+        return pool is not None and any(not ok and s >= similarity - ENTRY_MARGIN for s, ok in pool)
 
     def forget(self, entry_id: str) -> None:
         self._entries.pop(entry_id, None)
