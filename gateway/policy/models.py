@@ -180,6 +180,8 @@ class ProviderCachePolicy(_Strict):
     anthropic: AnthropicCachePolicy = AnthropicCachePolicy()
     gemini: GeminiCachePolicy = GeminiCachePolicy()
     openai: OpenAICachePolicy = OpenAICachePolicy()
+    bedrock: AnthropicCachePolicy | None = Field(
+        None, description="Bedrock cachePoint blocks (placed by the Anthropic rule); unset: the anthropic block's.")
     learn: bool = Field(
         True, description="Decide cache writes from what the vendors reported for earlier writes of the same "
                           "prompt template (stop writing a prefix whose writes are never read back); false: "

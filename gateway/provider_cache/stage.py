@@ -8,7 +8,9 @@ is computed from the body as sent), per the tenant's `provider_cache` policy and
 - OpenAI (`openai_chat`, `openai_responses` to OpenAI itself): `prompt_cache_key`, retention, and
   GPT-5.6+ breakpoints (`openai.py`); DeepSeek and other OpenAI-compatible upstreams cache by
   prefix on their own and get only the rewrite;
-- Gemini: explicit CachedContent, shared by all replicas through the store (`gemini.py`).
+- Gemini: explicit CachedContent, shared by all replicas through the store (`gemini.py`);
+- Bedrock (`bedrock_converse`): `cachePoint` blocks by Anthropic's rule (`bedrock.py`), per the policy's
+  `provider_cache.bedrock`, else `provider_cache.anthropic`.
 
 Each decision is counted (`gateway_provider_cache_decisions_total{provider,decision}`) and put in
 the usage record (`provider_cache`, `prompt_cache_key`, `cache_retention`, `storage_cost_usd`).
@@ -39,12 +41,13 @@ from gateway.accounting.normalize import dialect_for, normalize
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.pipeline import Hit, Stage
-from gateway.provider_cache import anthropic, gemini, openai
+from gateway.provider_cache import anthropic, bedrock, gemini, openai
 from gateway.provider_cache.family import ensure_family
 from gateway.provider_cache.outcomes import NONE, Evidence, Outcome, OutcomeStore, outcome_key
 from gateway.provider_cache.stats import EMPTY, PrefixStats, StatsStore
 from gateway.provider_cache.tables import CachePrices, gpt_breakpoints, min_tokens, prices_for
 from gateway.provider_cache.tokens import TokenCounter, default_counter
+from gateway.rewrite.anthropic import layout as anthropic_layout
 from gateway.rewrite.layout import Layout, module_for
 from gateway.stores.base import KVStore, StoreUnavailable
 from gateway.upstream.client import UpstreamClients
@@ -118,6 +121,11 @@ class ProviderCacheStage(Stage):
             ctx.record["provider_cache"] = {"provider": ctx.provider, "decision": "skip_short"}
             return None  # most chat requests: far too short for any vendor cache, so nothing to decide
         protocol = ctx.upstream_adapter.name
+        if protocol == "bedrock_converse":
+            pol = ctx.policy.provider_cache.bedrock or ctx.policy.provider_cache.anthropic
+            if pol.enabled and bedrock.caches(ctx.model):
+                await self._anthropic(ctx, None, converse=True)
+            return None
         lay = ctx.scratch.get("rewrite")
         if not isinstance(lay, Layout):
             mod = module_for(protocol)
@@ -173,20 +181,32 @@ class ProviderCacheStage(Stage):
         state = ctx.scratch.setdefault(SCRATCH, {})
         state["gate"], state["kind"] = gate, kind
 
-    async def _anthropic(self, ctx: RequestContext, lay: Layout) -> None:
+    async def _anthropic(self, ctx: RequestContext, lay: Layout | None, converse: bool = False) -> None:
+        """Anthropic breakpoints; with `converse`, Bedrock cachePoints placed on the body's Anthropic view."""
+        original = ctx.upstream_body
+        provider, minimum = "anthropic", min_tokens("anthropic", ctx.model)
+        policy = ctx.policy.provider_cache  # type: ignore[union-attr]
+        pol, placing = policy.anthropic, original
+        if converse:
+            provider, minimum, pol = "bedrock", bedrock.minimum(ctx.model), policy.bedrock or policy.anthropic
+            placing, *where = bedrock.view(original)
+            lay = anthropic_layout(placing)
+            ctx.record.setdefault("prefix_hash", lay.prefix_hash)
+        assert lay is not None
         _, _, template, conversation, evidence = await self._read_stats(ctx, lay)
         gate = evidence.gate()
-        original = ctx.upstream_body
-        minimum = min_tokens("anthropic", ctx.model)
-        if gate == "skip_unread" and original.get("cache_control") is None:
+        if gate == "skip_unread" and placing.get("cache_control") is None:
             self._conversation_seen(ctx, None)
             self._gated(ctx, gate)
-            self._decided(ctx, "anthropic", "skip_unread", {"evidence": evidence.as_record(), "min_tokens": minimum})
+            self._decided(ctx, provider, "skip_unread", {"evidence": evidence.as_record(), "min_tokens": minimum})
             return
-        body, plan = anthropic.place(original, lay.stable_end, minimum,
-                                     ctx.policy.provider_cache.anthropic.ttl,  # type: ignore[union-attr]
-                                     self.prices("anthropic", "anthropic", ctx.model), template, conversation,
+        body, plan = anthropic.place(placing, lay.stable_end, minimum, pol.ttl,
+                                     self.prices(ctx.provider, "anthropic", ctx.model), template, conversation,
                                      self.counter, evidence)
+        if converse:
+            if bedrock.base_model(ctx.model).startswith("amazon.nova-"):
+                body = bedrock.without_tool_points(body, placing)
+            body, _ = bedrock.apply(original, placing, body, *where)
         if body is not original:
             self._keep_original(ctx, original)
             ctx.upstream_body = body
@@ -200,7 +220,7 @@ class ProviderCacheStage(Stage):
         record = plan.as_record()
         record["evidence"] = evidence.as_record()
         record["gate"] = gate
-        self._decided(ctx, "anthropic", plan.decision, record)
+        self._decided(ctx, provider, plan.decision, record)
 
     def _conversation_seen(self, ctx: RequestContext, marker: int | None, shard: int | None = None) -> None:
         found = ctx.scratch.get(SCRATCH, {}).get("conversation")
