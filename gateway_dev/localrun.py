@@ -50,18 +50,22 @@ def free_port(count: int = 1) -> int:
 class UvicornThread:
     """An ASGI app served by uvicorn on 127.0.0.1 in its own thread and event loop."""
 
-    def __init__(self, app: Any, port: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, app: Any, port: int | None = None, host: str = "127.0.0.1",
+                 tls: tuple[str, str] | None = None) -> None:
         self.host = host
         self.port = port or free_port()
+        self.tls = tls  # (certificate file, key file): serve HTTPS
+        ssl = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]} if tls else {}
         config = uvicorn.Config(app, host=host, port=self.port, loop="asyncio", http="httptools",
-                                log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10)
+                                log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10,
+                                **ssl)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def start(self, timeout: float = 60.0) -> UvicornThread:
         def run() -> None:
