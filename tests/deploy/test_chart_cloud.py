@@ -102,7 +102,7 @@ def test_gateway_tls(render_values: Any) -> None:
     plain = render_values({})
     assert "--ssl-certfile" not in plain.gateway_container["args"]
     assert "scheme" not in plain.gateway_container["livenessProbe"]["httpGet"]
-    with pytest.raises(helm.HelmError, match="tls.secretName"):
+    with pytest.raises(helm.HelmError, match=r"tls\.secretName"):
         render_values({"tls": {"enabled": True}})
 
 
