@@ -19,7 +19,7 @@ from gateway.providers import Provider, ProviderTable
 # is set separately), the gateway's own, and those the HTTP client sets itself.
 _DROP_REQUEST = frozenset({
     "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade", "trailer",
-    "proxy-authorization", "proxy-connection", "authorization", "x-api-key", "x-goog-api-key", "cookie",
+    "proxy-authorization", "proxy-connection", "authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie",
     "accept-encoding", "content-type", "expect", "forwarded", "x-forwarded-for", "x-forwarded-host",
     "x-forwarded-proto", "x-real-ip", "cache-control",
 })
