@@ -25,6 +25,7 @@ from gateway.config import Settings
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
 from gateway.passthrough import forward
+from gateway.vendors.registry import error_shape_of_path
 
 log = logging.getLogger("gateway")
 access_log = logging.getLogger("gateway.access")
@@ -197,12 +198,7 @@ def _body(description: str) -> dict[str, Any]:
 
 
 def _vendor_of(request: Request) -> str:
-    path = request.url.path
-    if path.startswith("/v1/messages"):
-        return "anthropic"
-    if path.startswith("/v1beta/") or "cachedContents" in path or ":" in path:
-        return "gemini"
-    return "openai"
+    return error_shape_of_path(request.url.path)
 
 
 def _error(vendor: str, status: int, message: str, code: str | None = None) -> Response:

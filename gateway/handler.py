@@ -110,8 +110,7 @@ class Gateway:
                      path_stream: bool = False, api_version: str | None = None) -> Response:
         ctx = self.new_context(request, protocol)
         ctx.endpoint, ctx.path_model, ctx.path_stream = endpoint, path_model, path_stream
-        if api_version:
-            ctx.scratch["api_version"] = api_version
+        ctx.api_version = api_version or None
         try:
             authenticate(ctx, self.registry)
             limit = min(self.settings.max_body_bytes, ctx.policy.max_body_bytes if ctx.policy else 1 << 62)

@@ -33,17 +33,17 @@ async def forward(gw: Gateway, request: Request, protocol: str, endpoint: str, p
             limit = min(gw.settings.max_body_bytes, ctx.policy.max_body_bytes if ctx.policy else 1 << 62)
             ctx.body = await read_json(request, limit)
         provider = _provider(gw, ctx, provider_name)
-        ctx.scratch["method"], ctx.scratch["path"] = method, path
+        ctx.method, ctx.native_path = method, path
         if ownership is not None:
             await ownership.before(ctx)
-        ctx.provider = provider.name
+        ctx.provider, ctx.vendor = provider.name, provider.spec
         ctx.upstream_base_url = provider.base_url
         query = f"?{request.url.query}" if request.url.query and method == "GET" else ""
         ctx.upstream_path = _strip_key(path + query)
         ctx.upstream_body = ctx.body
         ctx.upstream_headers = upstream_headers(ctx, provider, gw.providers)
         await gw.light_pipeline.before(ctx)
-        up = await open_upstream(ctx, gw.clients, gw.failover if provider.name == "vllm" else None, method)
+        up = await open_upstream(ctx, gw.clients, gw.failover if provider.spec.pooled else None, method)
         raw = await up.response.read()
         up.release()
         ctx.status = up.status
@@ -76,7 +76,7 @@ def _provider(gw: Gateway, ctx: RequestContext, name: str | None) -> Provider:
     if not isinstance(model, str) or not model:
         raise GatewayError(400, "The request has no `model`.")
     ctx.model = model
-    provider = gw.providers.for_model(model, ctx.adapter.vendor)
+    provider = gw.providers.for_model(model, ctx.adapter.name)
     if provider is None:
         raise unknown_model(model)
     return provider

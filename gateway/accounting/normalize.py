@@ -189,7 +189,7 @@ def normalize(dialect: str, usage_raw: Mapping[str, Any] | None) -> NormalizedUs
     """Neutral counts of `usage_raw` read in `dialect` (an empty or missing object → all zeros)."""
     reader = _READERS.get(dialect)
     if reader is None:
-        raise ValueError(f"unknown usage dialect {dialect!r}; one of {', '.join(DIALECTS)}")
+        raise ValueError(f"unknown usage dialect {dialect!r}; one of {', '.join(_READERS)}")
     if not usage_raw or not isinstance(usage_raw, Mapping):
         return ZERO
     return reader(usage_raw)
@@ -229,20 +229,32 @@ _PROTOCOL_DIALECT = {
 }
 
 
-def dialect_for(provider: str, upstream_protocol: str | None, settings: Any = None) -> str:
-    """The usage dialect of an answer from `provider` spoken in `upstream_protocol`.
+def dialect_for(upstream_protocol: str | None, declared: str | None = None) -> str:
+    """The usage dialect of an answer spoken in `upstream_protocol`: the vendor's own when its spec
+    declares one (`declared`: DeepSeek's, or a configured upstream's `usage_dialect: deepseek`), else
+    the protocol's (vLLM and other OpenAI-compatible upstreams speak `openai_chat`)."""
+    if declared is not None:
+        return declared
+    return _PROTOCOL_DIALECT.get(upstream_protocol or "", OPENAI_CHAT)
 
-    DeepSeek's fields apply to provider "deepseek" and to configured OpenAI-compatible upstreams
-    declared with `usage_dialect: deepseek`; otherwise the upstream protocol decides (vLLM and
-    other OpenAI-compatible upstreams speak `openai_chat`).
-    """
-    if provider == "deepseek":
-        return DEEPSEEK
-    if settings is not None and provider:
-        for upstream in getattr(settings, "upstreams", ()):
-            if upstream.name == provider:
-                return DEEPSEEK if upstream.usage_dialect == "deepseek" else _PROTOCOL_DIALECT.get(
-                    upstream_protocol or "", OPENAI_CHAT)
-    if upstream_protocol in _PROTOCOL_DIALECT:
-        return _PROTOCOL_DIALECT[upstream_protocol]
-    return {"anthropic": ANTHROPIC, "gemini": GEMINI}.get(provider, OPENAI_CHAT)
+
+def expected_dialect(ctx: Any) -> str:
+    """`dialect_for` a request context: its upstream protocol and its vendor's declared dialect."""
+    vendor = ctx.vendor
+    declared = vendor.usage.name if vendor is not None and vendor.usage is not None else None
+    return dialect_for(ctx.upstream_adapter.name if ctx.upstream_adapter is not None else None, declared)
+
+
+def register_reader(dialect: str, read: Callable[[Mapping[str, Any]], NormalizedUsage]) -> None:
+    """A vendor's own usage dialect (declared in its spec), readable by name from then on."""
+    _READERS.setdefault(dialect, read)
+
+
+def reader(dialect: str) -> Callable[[Mapping[str, Any]], NormalizedUsage]:
+    return _READERS[dialect]
+
+
+# For vendor modules writing a reader of their own dialect.
+count = _n
+section = _obj
+build = _build

@@ -24,10 +24,11 @@ from typing import Any
 
 from gateway.answer import Answer, Event, Finish, Start
 from gateway.cache import entry as entries
-from gateway.cache.key import cache_key, entry_key, lock_key, unreplayable
+from gateway.cache.key import cache_key, entry_key, lock_key
 from gateway.cache.purge import purge
 from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
 from gateway.context import RequestContext
+from gateway.keys import unreplayable
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import EVENT_TAPS, UPSTREAM_FAILED, UPSTREAM_WANTED, Hit, Stage
 from gateway.policy.models import ResponseCachePolicy
@@ -282,7 +283,7 @@ def skip_reason(ctx: RequestContext, policy: ResponseCachePolicy | None) -> str 
         return "model"
     if policy.scope == "user" and not ctx.user:
         return "no user"  # user scope without a user: no safe scope, so no caching
-    return unreplayable(ctx.adapter.name, ctx.body)
+    return unreplayable(ctx)
 
 
 def storable(answer: Answer, policy: ResponseCachePolicy) -> bool:

@@ -67,6 +67,10 @@ def anthropic_conversation(body: dict[str, Any]) -> Conversation:
 class AnthropicMessagesAdapter(AdapterBase):
     name = NAME
     vendor = "anthropic"
+    display_name = "Anthropic"
+    transport_fields = frozenset({"stream"})
+    prompt_fields = frozenset({"messages", "system"})
+
 
     def conversation(self, body: dict[str, Any]) -> Conversation:
         return anthropic_conversation(body)

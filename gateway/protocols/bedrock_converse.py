@@ -74,6 +74,10 @@ def converse_conversation(body: dict[str, Any]) -> Conversation:
 class BedrockConverseAdapter(AdapterBase):
     name = NAME
     vendor = "bedrock"
+    display_name = "Bedrock"
+    stream_in_body = False  # the path decides: /converse or /converse-stream
+    transport_fields: frozenset[str] = frozenset()
+    prompt_fields = frozenset({"messages", "system", "toolConfig"})
     stream_media_type = CONTENT_TYPE
 
     def model_of(self, body: dict[str, Any], path_model: str | None) -> str:

@@ -83,6 +83,17 @@ def responses_conversation(body: dict[str, Any]) -> Conversation:
 class OpenAIResponsesAdapter(AdapterBase):
     name = NAME
     vendor = "openai"
+    display_name = "OpenAI"
+    transport_fields = frozenset({"stream", "stream_options", "prompt_cache_key", "prompt_cache_retention"})
+    prompt_fields = frozenset({"input", "instructions"})
+
+    def unreplayable(self, body: dict[str, Any]) -> str | None:
+        if body.get("background"):
+            return "background"
+        if body.get("top_logprobs") or any("logprobs" in str(i) for i in body.get("include") or ()):
+            return "logprobs"
+        return None
+
 
     def conversation(self, body: dict[str, Any]) -> Conversation:
         return responses_conversation(body)

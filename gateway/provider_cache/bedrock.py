@@ -15,9 +15,15 @@ Models: Claude models take Anthropic's per-model minimum (Bedrock's table lists 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gateway.provider_cache.plugins import AnthropicCache
 from gateway.provider_cache.tables import min_tokens
+from gateway.rewrite.anthropic import layout as anthropic_layout
+
+if TYPE_CHECKING:
+    from gateway.context import RequestContext
+    from gateway.rewrite.layout import Layout
 
 NOVA_MIN = 1000
 _PROFILE = re.compile(r"^(?:us|eu|apac|global|jp|au|ca|us-gov)\.")
@@ -172,3 +178,37 @@ def without_tool_points(placed_view: dict[str, Any], original_view: dict[str, An
                                                                           if x != "cache_control"}
             for k, t in enumerate(tools)]
     return {**placed_view, "tools": kept}
+
+
+class BedrockCache(AnthropicCache):
+    """The provider-cache plug-in of Bedrock's spec: Anthropic's placement on the Converse body's view, the
+    policy's `provider_cache.bedrock` (else `provider_cache.anthropic`)."""
+
+    protocols = frozenset({"bedrock_converse"})
+    provider = "bedrock"
+
+    def policy(self, ctx: RequestContext) -> Any:
+        pc = ctx.policy.provider_cache  # type: ignore[union-attr]
+        return pc.bedrock or pc.anthropic
+
+    def enabled(self, ctx: RequestContext) -> bool:
+        return super().enabled(ctx) and caches(ctx.model)
+
+    def minimum(self, model: str) -> int:
+        return minimum(model)
+
+    def layout(self, body: dict[str, Any]) -> Layout:
+        return anthropic_layout(view(body)[0])
+
+    def view(self, body: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        v, *where = view(body)
+        return v, where
+
+    def apply(self, ctx: RequestContext, original: dict[str, Any], v: dict[str, Any], placed: dict[str, Any],
+              where: Any) -> dict[str, Any]:
+        if base_model(ctx.model).startswith("amazon.nova-"):
+            placed = without_tool_points(placed, v)
+        return apply(original, v, placed, *where)[0]
+
+
+BEDROCK_CACHE = BedrockCache()

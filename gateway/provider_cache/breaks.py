@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import xxhash
 
-from gateway.accounting.normalize import NormalizedUsage, dialect_for, normalize
+from gateway.accounting.normalize import NormalizedUsage, expected_dialect, normalize
 from gateway.provider_cache.family import mask
 from gateway.provider_cache.prefix import PARTS, Blocks, common_pieces, dump, turn_layout
 from gateway.provider_cache.tables import gemini_implicit
@@ -187,8 +187,7 @@ def answer_usage(ctx: RequestContext) -> NormalizedUsage | None:
     """The upstream answer's usage, normalized (None: no upstream answer)."""
     if ctx.answer is None or ctx.answered_by != "upstream" or not ctx.answer.usage_raw:
         return None
-    protocol = ctx.upstream_adapter.name if ctx.upstream_adapter is not None else None
-    return normalize(dialect_for(ctx.provider, protocol), ctx.answer.usage_raw)
+    return normalize(expected_dialect(ctx), ctx.answer.usage_raw)
 
 
 def classify(blocks: Blocks, previous: Previous, detector: VolatileDetector, minimum: int, turn_offset: int,

@@ -99,7 +99,7 @@ class SemanticCacheStage(Stage):
         self.settings = settings
         self.options = SemanticOptions.from_params(settings.semantic.params)
         if embedder is None:
-            key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+            key = settings.vendor_key("openai")
             backend = backend_from_settings(settings.embedding_model, settings.base_url("openai"), key)
             embedder = Embedder(backend, window_ms=self.options.batch_window_ms, max_batch=self.options.max_batch,
                                 cache_size=self.options.lru_size)

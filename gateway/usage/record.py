@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gateway.accounting.normalize import ZERO, NormalizedUsage, dialect_for, normalize, sniff_dialect
+from gateway.accounting.normalize import OPENAI_CHAT, ZERO, NormalizedUsage, expected_dialect, normalize, sniff_dialect
 from gateway.accounting.pricing import Cost, PriceBook, Prices, cost_breakdown
 from gateway.provider_cache.family import template_name
 
@@ -134,15 +134,15 @@ class RecordBuilder:
         if not isinstance(usage_raw, dict):
             usage_raw = {}
 
-        expected = dialect_for(provider, ctx.upstream_adapter.name if ctx.upstream_adapter else None, self.settings)
+        expected = expected_dialect(ctx)
         dialect: str | None = None
         usage: NormalizedUsage = ZERO
         if usage_raw:
             # The field names are unambiguous: trust them over the expected protocol (a cached
             # answer may come from a request that went elsewhere).
             dialect = sniff_dialect(usage_raw) or expected
-            if dialect == "openai_chat" and expected == "deepseek":
-                dialect = "deepseek"
+            if dialect == OPENAI_CHAT and ctx.vendor is not None and ctx.vendor.usage is not None:
+                dialect = expected  # a vendor's own dialect extends Chat's field names (DeepSeek's hit/miss)
             usage = normalize(dialect, usage_raw)
         prices = self._price(provider, served, model)
         money = cost_breakdown(usage, prices)

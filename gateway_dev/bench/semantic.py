@@ -91,7 +91,7 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
 
 
 def cosines(rows: list[dict[str, Any]], settings: Settings) -> tuple[np.ndarray, str, float, float]:
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    key = settings.vendor_key("openai")
     backend = backend_from_settings(settings.embedding_model, settings.base_url("openai"), key)
     started = time.perf_counter()
     backend.load()

@@ -1,6 +1,6 @@
 """Cross-protocol request translation: a client may call any model through the OpenAI protocols.
 
-    upstream = upstream_protocol("openai_chat", provider.name, provider.vendor)   # "anthropic_messages"
+    upstream = spec.upstream_protocol("openai_chat")   # "anthropic_messages" (gateway/vendors/spec.py)
     path, native_body = translate_request("openai_chat", upstream, ctx.body)
 
 Only the request needs translating. The answer comes back through the upstream adapter
@@ -50,22 +50,6 @@ PAIRS: dict[tuple[str, str], Translator] = {
 }
 
 
-def upstream_protocol(client: str, provider_name: str, provider_vendor: str) -> str:
-    """The protocol to speak to a provider for a client of protocol `client`.
-
-    `provider_vendor` is the provider's wire dialect (openai | anthropic | gemini). Only OpenAI
-    itself serves the Responses API; other OpenAI-compatible upstreams get Chat."""
-    if provider_vendor == "anthropic":
-        return "anthropic_messages"
-    if provider_vendor == "gemini":
-        return "gemini"
-    if provider_vendor == "bedrock":
-        return "bedrock_converse"
-    if client == "openai_responses" and provider_name != "openai":
-        return "openai_chat"
-    return client
-
-
 _BY_VENDOR = {"anthropic": "anthropic_messages", "gemini": "gemini", "openai": "openai_chat",
               "bedrock": "bedrock_converse"}
 
@@ -98,4 +82,4 @@ def translate_request(
     return translator(body)
 
 
-__all__ = ["PAIRS", "preload", "translate_request", "upstream_protocol"]
+__all__ = ["PAIRS", "preload", "translate_request"]
