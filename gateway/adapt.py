@@ -29,6 +29,11 @@ _PATH_SAFE_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a Gemini mo
 def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     adapter = ctx.adapter
     model = adapter.model_of(ctx.body, ctx.path_model)
+    platform = ctx.path_params.get("platform")
+    if platform is not None:  # a platform's native surface: its deployment/model names, with its prefix
+        model = ctx.path_model or model
+        if isinstance(model, str) and model and not model.startswith(platform):
+            model = platform + model
     if not isinstance(model, str) or not model:
         raise GatewayError(400, "The request has no `model`.")
     ctx.model = model
@@ -40,7 +45,7 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     if provider is None:
         raise unknown_model(model)
     spec = provider.spec
-    if spec.model_in_path and not path_safe_model(model):
+    if spec.model_in_path and not path_safe_model(spec.upstream_model(model)):
         # The model goes into the URL path: `/`, `..`, `?`, `#` or `%` there would reach other
         # endpoints of the vendor with the gateway's key.
         raise GatewayError(400, f"`{model[:100]}` is not a valid {spec.title} model name.")
@@ -66,6 +71,8 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
         ctx.upstream_body, ctx.upstream_path = body, path
 
     ctx.upstream_headers = upstream_headers(ctx, provider, providers)
+    if spec.prepare is not None:
+        spec.prepare(ctx, providers.settings)
 
 
 def path_safe_model(model: str) -> bool:

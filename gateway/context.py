@@ -36,6 +36,7 @@ class RequestContext:
     api_version: str | None = None  # Gemini's API version from the path (v1 | v1beta)
     method: str = "POST"  # the HTTP method, sent upstream as it came (pass-through endpoints)
     native_path: str = ""  # pass-through endpoints: the vendor path asked for (cachedContents ownership)
+    path_params: dict[str, str] = field(default_factory=dict)  # e.g. a native Vertex request's `location`
     started: float = field(default_factory=time.perf_counter)
     created_at: float = field(default_factory=time.time)
 

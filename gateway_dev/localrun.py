@@ -133,7 +133,7 @@ class LocalGateway:
 
     def __init__(self, emulators: Any, tenants: Mapping[str, Mapping[str, Any]], folder: Path,
                  defaults: Mapping[str, Any] | None = None, stages: list[Any] | None = None,
-                 port: int | None = None, **settings: Any) -> None:
+                 port: int | None = None, tls: tuple[str, str] | None = None, **settings: Any) -> None:
         from gateway.config import Settings
 
         self.emulators = emulators
@@ -151,6 +151,7 @@ class LocalGateway:
         self.settings = Settings.load(env={}, **base)
         self._stages = stages
         self._port = port
+        self._tls = tls  # (certificate, key): serve HTTPS (boto3 sends a Bedrock API key only over TLS)
         self.server: UvicornThread | None = None
 
     def start(self) -> LocalGateway:
@@ -159,7 +160,7 @@ class LocalGateway:
 
         self.components = build_components(self.settings, stages=self._stages)
         self.app = create_app(self.settings, self.components)
-        self.server = UvicornThread(self.app, port=self._port).start()
+        self.server = UvicornThread(self.app, port=self._port, tls=self._tls).start()
         return self
 
     def stop(self) -> None:

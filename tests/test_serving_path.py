@@ -86,9 +86,7 @@ def import_graph() -> dict[str, set[str]]:
             if target is None or target == source:
                 continue
             leaf = target.split(".")[-1]
-            if (PACKAGE / leaf).is_dir() or (PACKAGE / f"{leaf}.py").is_file():
-                graph[source].add(target)
-            elif target == "gateway":
+            if (PACKAGE / leaf).is_dir() or (PACKAGE / f"{leaf}.py").is_file() or target == "gateway":
                 graph[source].add(target)
     return graph
 

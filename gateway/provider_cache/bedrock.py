@@ -33,7 +33,7 @@ Where = tuple[str, int, int]
 
 def base_model(model_id: str) -> str:
     """`us.anthropic.claude-3-7-sonnet-20250219-v1:0` → `anthropic.claude-3-7-sonnet-20250219-v1:0`."""
-    return _PROFILE.sub("", model_id)
+    return _PROFILE.sub("", model_id.removeprefix("bedrock/"))
 
 
 def caches(model_id: str) -> bool:

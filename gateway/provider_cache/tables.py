@@ -37,7 +37,7 @@ def _longest_prefix(table: dict[str, int], model: str) -> int | None:
 
 
 def min_tokens(vendor: str, model: str) -> int:
-    name = model.removeprefix("models/")
+    name = model.rsplit("/", 1)[-1]  # `models/…`, and the platforms' `vertex_ai/…`
     table = {"anthropic": ANTHROPIC_MIN, "gemini": GEMINI_MIN}.get(vendor)
     found = _longest_prefix(table, name) if table else None
     return found if found is not None else DEFAULT_MIN.get(vendor, 1024)

@@ -13,12 +13,17 @@ need none (`%3A` → `:`), so the signature is computed over the URL exactly as 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Protocol
 
 from yarl import URL
 
+from gateway.errors import GatewayError
 from gateway.signing.sigv4 import AwsCredentialSource
-from gateway.signing.vertex_token import VertexTokenProvider
+from gateway.signing.vertex_token import CLOUD_PLATFORM_SCOPE, VertexTokenProvider
+
+log = logging.getLogger("gateway.signing")
 
 # Headers a signature must not cover: the HTTP client sets or rewrites them after signing.
 _UNSIGNED = frozenset({"content-length", "host", "connection", "accept-encoding", "user-agent", "expect",
@@ -49,32 +54,72 @@ class AzureKeySigner:
 
 
 class VertexSigner:
-    def __init__(self, tokens: VertexTokenProvider) -> None:
+    """Access tokens from `tokens`, or, built on first use (off the event loop), from the service-account file
+    `credentials_file` or else Application Default Credentials (GKE workload identity, a metadata server)."""
+
+    def __init__(self, tokens: VertexTokenProvider | None = None, credentials_file: str | None = None) -> None:
         self.tokens = tokens
+        self.credentials_file = credentials_file
+        self._lock: asyncio.Lock | None = None
+
+    def _build(self) -> VertexTokenProvider:
+        if self.credentials_file:
+            return VertexTokenProvider.from_service_account_file(self.credentials_file)
+        import google.auth
+
+        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+        return VertexTokenProvider(credentials)
+
+    async def provider(self) -> VertexTokenProvider:
+        if self.tokens is None:
+            self._lock = self._lock or asyncio.Lock()
+            async with self._lock:
+                if self.tokens is None:
+                    self.tokens = await asyncio.to_thread(self._build)
+        return self.tokens
+
+    async def token(self) -> str:
+        try:
+            return await (await self.provider()).token()
+        except Exception as exc:  # no credentials, or the token endpoint refused: the caller gets a clear 502
+            raise GatewayError(502, f"The gateway could not get a Vertex AI access token: {exc}") from exc
+
+    async def start(self) -> None:
+        """Mint the first token and keep it fresh in the background (a failure is retried on use)."""
+        try:
+            await (await self.provider()).start()
+        except Exception as exc:
+            log.warning("Vertex AI token not available at start", extra={"error": repr(exc)})
+
+    async def close(self) -> None:
+        if self.tokens is not None:
+            await self.tokens.close()
 
     async def sign(self, request: Outgoing) -> None:
         _drop_auth(request.headers)
-        request.headers["authorization"] = f"Bearer {await self.tokens.token()}"
+        request.headers["authorization"] = f"Bearer {await self.token()}"
 
 
 class BedrockSigner:
-    """SigV4 (`credentials`) or a Bedrock API key (`bearer_token`, which wins when both are set, as boto3 does
-    with AWS_BEARER_TOKEN_BEDROCK)."""
+    """A Bedrock API key (`bearer_token`, or the request's key: AWS_BEARER_TOKEN_BEDROCK, or the caller's under
+    BYOK), which wins as it does in boto3; else SigV4 with `credentials` (the standard AWS chain by default)."""
 
     def __init__(self, region: str, credentials: AwsCredentialSource | None = None,
                  bearer_token: str | None = None) -> None:
-        if credentials is None and not bearer_token:
-            raise ValueError("Bedrock needs AWS credentials or a Bedrock API key")
         self.region = region
-        self.credentials = credentials
+        self.credentials = credentials or AwsCredentialSource()
         self.bearer_token = bearer_token
 
     async def sign(self, request: Outgoing) -> None:
         _drop_auth(request.headers)
-        if self.bearer_token:
-            request.headers["authorization"] = f"Bearer {self.bearer_token}"
+        bearer = self.bearer_token or request.key
+        if bearer:
+            request.headers["authorization"] = f"Bearer {bearer}"
             return
-        assert self.credentials is not None
+        try:
+            await self.credentials.get()
+        except Exception as exc:
+            raise GatewayError(502, f"The gateway has no AWS credentials for Bedrock: {exc}") from exc
         url = str(URL(request.url))  # what aiohttp will put on the wire
         request.url = url
         signed_part = {k: v for k, v in request.headers.items() if k.lower() not in _UNSIGNED}

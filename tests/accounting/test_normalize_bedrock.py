@@ -32,4 +32,4 @@ def test_models_without_cache_fields_and_odd_values() -> None:
 
 def test_sniffed_and_named() -> None:
     assert sniff_dialect(READ) == "bedrock"
-    assert dialect_for("bedrock", "bedrock_converse") == "bedrock"
+    assert dialect_for("bedrock_converse") == "bedrock"

@@ -79,8 +79,9 @@ async def test_bedrock_api_key(emu: EmulatorSet) -> None:
     await BedrockSigner(REGION, bearer_token="ABSKZ2F0ZXdheS1rZXk=").sign(req)
     assert req.headers["authorization"] == "Bearer ABSKZ2F0ZXdheS1rZXk="
     assert (await send(req))[0] == 200
-    with pytest.raises(ValueError):
-        BedrockSigner(REGION)
+    keyed = Req("POST", emu.platform_url + CONVERSE, caller_headers(), BODY, key="ABSKa2V5LWZyb20tZW52")
+    await BedrockSigner(REGION).sign(keyed)  # the request's key (AWS_BEARER_TOKEN_BEDROCK) wins over SigV4
+    assert keyed.headers["authorization"] == "Bearer ABSKa2V5LWZyb20tZW52"
 
 
 async def test_vertex_token_and_azure_key(emu: EmulatorSet) -> None:
