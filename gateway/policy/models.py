@@ -83,7 +83,7 @@ def _regex(pattern: str) -> str:
 
 Regex = Annotated[str, AfterValidator(_regex), WithJsonSchema({"type": "string", "format": "regex"})]
 
-Route = Literal["chat", "responses", "messages", "generate", "embeddings"]
+Route = Literal["chat", "responses", "messages", "generate", "converse", "embeddings"]
 
 
 class _Strict(BaseModel):
