@@ -159,8 +159,9 @@ class GeminiCache:
             stage.decided(ctx, provider, "skip_no_key", {})
             return
         pol = ctx.policy.provider_cache.gemini  # type: ignore[union-attr]
-        minimum = min_tokens("gemini", ctx.model)
-        prefix, tokens = gemini.choose_prefix(body, ctx.model, api.scope, lay.stable_end, minimum, stage.counter)
+        model = ctx.vendor.upstream_model(ctx.model) if ctx.vendor is not None else ctx.model  # `vertex_ai/` off
+        minimum = min_tokens("gemini", model)
+        prefix, tokens = gemini.choose_prefix(body, model, api.scope, lay.stable_end, minimum, stage.counter)
         if prefix is None:
             stage.decided(ctx, provider, "skip_min", {"prefix_tokens": tokens, "min_tokens": minimum})
             return
@@ -199,7 +200,7 @@ class GeminiCache:
             if ctx.no_store:
                 stage.decided(ctx, provider, "skip_no_store", rec)
                 return
-            handle, outcome = await stage.gemini.create(ctx.tenant, prefix, ctx.model, "", "", pol.ttl, api=api)
+            handle, outcome = await stage.gemini.create(ctx.tenant, prefix, model, "", "", pol.ttl, api=api)
             if handle is None:
                 stage.decided(ctx, provider, "skip_" + outcome, rec)
                 return

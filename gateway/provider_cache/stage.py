@@ -236,7 +236,8 @@ class ProviderCacheStage(Stage):
             handle: dict[str, Any] | None = None
             if api is not None and pol is not None:
                 try:
-                    handle, _ = await self.gemini.create(ctx.tenant, prefix, ctx.model, "", "", pol.ttl, api=api)
+                    model = ctx.vendor.upstream_model(ctx.model) if ctx.vendor is not None else ctx.model
+                    handle, _ = await self.gemini.create(ctx.tenant, prefix, model, "", "", pol.ttl, api=api)
                 except StoreUnavailable:
                     handle = None
             if handle is not None:

@@ -25,7 +25,7 @@ AWS_KEY_ID, AWS_SECRET = "AKIAGATEWAYPLATFORMS", "gateway/aws/secret"
 REGION = "us-east-1"
 PROJECT = "gw-platform-project"
 TENANTS = {t: {"key": k, "response_cache": {"enabled": True, "ttl": "1h", "scope": "tenant"},
-               "provider_cache": {"gemini": {"enabled": True, "ttl": "1h", "min_expected_reuses": 3}}}
+               "provider_cache": {"gemini": {"enabled": True, "ttl": "10m", "min_expected_reuses": 3}}}
            for t, k in KEYS.items()}
 
 
