@@ -26,6 +26,7 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.pipeline import EVENT_TAPS, UPSTREAM_WANTED, Hit
 from gateway.protocols.base import SSEFilter, StreamParser
+from gateway.protocols.sse import SSESplitter
 from gateway.upstream.call import Upstream
 
 log = logging.getLogger("gateway.respond")
@@ -377,33 +378,3 @@ def _finish(ctx: RequestContext, done: Done) -> None:
     if ctx.answer is None and ctx.error is None:
         ctx.error = "incomplete"
     done(ctx)
-
-
-class SSESplitter:
-    """Splits a byte stream into complete SSE events (separator: a blank line, LF or CRLF)."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-
-    def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf + data if self._buf else data
-        if b"\r" not in buf:  # the usual case: one split, no per-event scanning
-            events = buf.split(b"\n\n")
-            self._buf = events.pop()
-            return events
-        events = []
-        while True:
-            lf, crlf = buf.find(b"\n\n"), buf.find(b"\r\n\r\n")
-            if lf < 0 and crlf < 0:
-                self._buf = buf
-                return events
-            if crlf >= 0 and (lf < 0 or crlf < lf):
-                events.append(buf[:crlf])
-                buf = buf[crlf + 4 :]
-            else:
-                events.append(buf[:lf])
-                buf = buf[lf + 2 :]
-
-    def rest(self) -> bytes:
-        rest, self._buf = self._buf.strip(), b""
-        return rest
