@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 BENCHMARKS = {
     "all": "gateway_dev.bench.all",
@@ -114,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # uvloop and httptools: the fastest loop and HTTP parser uvicorn has. No access log (the gateway
 # writes its own JSON line per request), no proxy-header rewriting (nothing reads the client
 # address) and no Server header: less work on every request.
-UVICORN = {"loop": "uvloop", "http": "httptools", "log_config": None, "access_log": False,
+UVICORN: dict[str, Any] = {"loop": "uvloop", "http": "httptools", "log_config": None, "access_log": False,
            "proxy_headers": False, "server_header": False, "timeout_graceful_shutdown": 30}
 
 

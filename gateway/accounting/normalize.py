@@ -1,7 +1,7 @@
 """Vendor usage objects → one set of neutral token counts, never counting a token twice.
 
 The vendors disagree on what "input" means, which is the second most common bug class among peer
-gateways (double-billed cached tokens, reference gateways-and-pitfalls.md §3):
+gateways (double-billed cached tokens):
 
 - `openai_chat`: `prompt_tokens` INCLUDES cache reads (`prompt_tokens_details.cached_tokens`) and
   writes (`prompt_tokens_details.cache_write_tokens`, GPT-5.6+);

@@ -10,7 +10,7 @@ The key is the SHA-256 of canonical JSON (sorted keys, normalised numbers) of:
 
 It is a deny-list on purpose: a parameter nobody has thought about yet (a new vendor option) is part
 of the key until someone decides it cannot change the answer. Allow-lists drop new parameters
-silently and then serve one request's answer to another (LiteLLM PR #25673; OmniRoute #12307).
+silently and then serve one request's answer to another.
 
 Fields left out, and why (each protocol adapter's `transport_fields`):
 - `stream`: the shape of the reply, not its content; a stored answer is replayed in either shape.

@@ -59,7 +59,7 @@ def anthropic_conversation(body: dict[str, Any]) -> Conversation:
         text, tools, only_results = _blocks_text(m.get("content"))
         tool_traffic = tool_traffic or tools
         turns.append(Turn("tool" if only_results else str(m.get("role")), text))
-    tools_list = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools_list = found if isinstance(found := body.get("tools"), list) else []
     return Conversation(system=system_text, turns=turns, tools=without_cache_control(tools_list),
                         has_tool_traffic=tool_traffic)
 

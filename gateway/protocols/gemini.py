@@ -69,7 +69,7 @@ def gemini_conversation(body: dict[str, Any]) -> Conversation:
         role = content.get("role") if isinstance(content, dict) else "user"
         role = "tool" if only_responses else ("assistant" if role == "model" else "user")
         turns.append(Turn(role, text))
-    tools_list = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools_list = found if isinstance(found := body.get("tools"), list) else []
     return Conversation(system=join_text(system), turns=turns, tools=tools_list, has_tool_traffic=tool_traffic)
 
 

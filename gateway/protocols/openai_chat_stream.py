@@ -2,7 +2,7 @@
 (neutral events → `data:` chunks + `data: [DONE]`) and the filter that hides the usage chunk the
 gateway asked for on the client's behalf.
 
-Wire format (reference §1.4): each chunk is `data: <chat.completion.chunk>`; the stream ends with
+Wire format: each chunk is `data: <chat.completion.chunk>`; the stream ends with
 `data: [DONE]`. With `stream_options.include_usage` an extra chunk with `"choices": []` and the
 usage arrives just before `[DONE]`, and every other chunk carries `"usage": null`.
 """

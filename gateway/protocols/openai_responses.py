@@ -76,7 +76,7 @@ def responses_conversation(body: dict[str, Any]) -> Conversation:
                 tool_traffic = tool_traffic or kind_s.endswith(("_call", "_call_output"))
                 role = "tool" if kind_s.endswith("_output") else "assistant"
                 turns.append(Turn(role, stable_json(item)))
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools = found if isinstance(found := body.get("tools"), list) else []
     return Conversation(system=join_text(system), turns=turns, tools=tools, has_tool_traffic=tool_traffic)
 
 

@@ -6,7 +6,7 @@ the model's minimum, the first user turn's contents (a long document the convers
 The conversation itself is left to Gemini's implicit cache: a CachedContent is immutable, and one
 per turn would pay creation and storage again and again.
 
-Lifecycle (vendor-caching.md §3.2; pitfalls §3 "Gemini context caching"):
+Lifecycle:
 - identity: a hash of (model, upstream key fingerprint, cached parts) — the same in every replica;
   the cache's `displayName` is `gw-<hash>`; the handle {name, expireTime, tokens} lives in the
   shared store until expireTime, so no replica ever LISTs caches (a LIST costs a peer ~1.5 s);
@@ -99,7 +99,7 @@ def choose_prefix(body: dict[str, Any], model: str, key_fp: str, stable_end: int
     tokens = sum(counter.count(_canon(v)) for v in parts.values())
     leading = 0
     need = int(minimum * GEMINI_MARGIN)
-    contents = body.get("contents") if isinstance(body.get("contents"), list) else []
+    contents = found if isinstance(found := body.get("contents"), list) else []
     if tokens < need:
         while leading < min(stable_end, len(contents)) and isinstance(contents[leading], dict) \
                 and (contents[leading].get("role") or "user") == "user":
@@ -277,7 +277,7 @@ class GeminiCaches:
             expire = parse_time(data["expireTime"]) if data.get("expireTime") else now + ttl_s
         except ValueError:
             expire = now + ttl_s
-        usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
+        usage = found if isinstance(found := data.get("usageMetadata"), dict) else {}
         tokens = int(usage.get("totalTokenCount") or prefix.tokens)
         return {"name": data["name"], "expire": expire, "tokens": tokens, "model": model, **api.describe(),
                 "leading": prefix.leading, "created": now}

@@ -1,6 +1,6 @@
 """Per-model minimum cacheable lengths and the prices the break-even needs.
 
-Minimums (vendor-caching.md §1.1, §2.1, §3.1-3.2): below them a vendor silently caches nothing
+Minimums (docs/provider-caches.md): below them a vendor silently caches nothing
 (Anthropic, OpenAI) or refuses to create the cache (Gemini's 400 "Cached content is too small").
 The vendors change them often, so they are plain dicts matched by longest name prefix.
 
@@ -48,7 +48,7 @@ def gemini_implicit(model: str) -> bool:
     import re
 
     m = re.match(r"^(?:models/)?gemini-(\d+)(?:\.(\d+))?", model)
-    return bool(m) and (int(m.group(1)), int(m.group(2) or 0)) >= (2, 5)
+    return m is not None and (int(m.group(1)), int(m.group(2) or 0)) >= (2, 5)
 
 
 def gpt_breakpoints(model: str) -> bool:
@@ -56,11 +56,11 @@ def gpt_breakpoints(model: str) -> bool:
     import re
 
     m = re.match(r"^gpt-(\d+)(?:\.(\d+))?", model)
-    return bool(m) and (int(m.group(1)), int(m.group(2) or 0)) >= (5, 6)
+    return m is not None and (int(m.group(1)), int(m.group(2) or 0)) >= (5, 6)
 
 
 def openai_retentions(model: str) -> tuple[str, ...]:
-    """`prompt_cache_retention` values a model accepts (vendor-caching.md §1.1)."""
+    """`prompt_cache_retention` values a model accepts."""
     import re
 
     name = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model)
@@ -85,7 +85,7 @@ class CachePrices:
 
 
 _NOMINAL = 1e-6
-_RATIOS = {  # read, write, write_long relative to input (vendor-caching.md §4)
+_RATIOS = {  # read, write, write_long relative to input
     "anthropic": (0.1, 1.25, 2.0),
     "gemini": (0.1, 1.0, 1.0),
     "openai": (0.5, 1.0, 1.0),

@@ -10,6 +10,7 @@ Every method may raise `StoreUnavailable`; callers treat that as a miss (fail-op
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 
@@ -82,7 +83,7 @@ class KVStore(ABC):
     async def srem(self, key: str, *members: str) -> int: ...
 
     @abstractmethod
-    async def smembers(self, key: str) -> set[str]: ...
+    async def smembers(self, key: str) -> builtins.set[str]: ...
 
     # ---- capped append-only log (usage records) ----
     @abstractmethod

@@ -12,6 +12,7 @@ is. Every failure is counted in `gateway_store_errors_total` (kind: timeout, err
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -138,7 +139,7 @@ class CircuitBreaker(KVStore):
     async def srem(self, key: str, *members: str) -> int:
         return await self._guard(lambda: self.inner.srem(key, *members))
 
-    async def smembers(self, key: str) -> set[str]:
+    async def smembers(self, key: str) -> builtins.set[str]:
         return await self._guard(lambda: self.inner.smembers(key))
 
     async def log_append(self, key: str, records: list[bytes], maxlen: int) -> None:

@@ -24,6 +24,7 @@ we have no use for.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -223,7 +224,7 @@ class RedisStore(KVStore):
             return 0
         return int(await self._call(lambda: self._r.srem(key, *members)))
 
-    async def smembers(self, key: str) -> set[str]:
+    async def smembers(self, key: str) -> builtins.set[str]:
         raw = await self._call(lambda: self._r.smembers(key), read=True)
         return {m.decode() for m in raw}
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-from urllib.request import getproxies_environment, proxy_bypass_environment
+
+# proxy_bypass_environment is in the standard library but not in its type stubs
+from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 import aiohttp
 

@@ -119,7 +119,7 @@ class RecordBuilder:
         extra = ctx.record
         answer = ctx.answer
         layer = HIT_LAYERS.get(ctx.answered_by) or _STATUS_LAYERS.get(ctx.cache_status)
-        saved_from = extra.get("saved_from") if isinstance(extra.get("saved_from"), dict) else None
+        saved_from = found if isinstance(found := extra.get("saved_from"), dict) else None
         usage_raw: dict[str, Any] = {}
         provider, model, served = ctx.provider, ctx.model, ""
         if saved_from is not None and layer is not None:
@@ -144,7 +144,8 @@ class RecordBuilder:
             if dialect == OPENAI_CHAT and ctx.vendor is not None and ctx.vendor.usage is not None:
                 dialect = expected  # a vendor's own dialect extends Chat's field names (DeepSeek's hit/miss)
             usage = normalize(dialect, usage_raw)
-        prices = self._price(provider, served, model)
+        prefix = ctx.vendor.price_prefix if ctx.vendor is not None else None
+        prices = self._price(provider, *((f"{prefix}{served or model}",) if prefix else ()), served, model)
         money = cost_breakdown(usage, prices)
         storage = _float(extra.get("storage_cost_usd"))
 

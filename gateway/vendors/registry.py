@@ -7,7 +7,7 @@ vLLM pool and the config file's OpenAI-compatible upstreams are matched before t
 from __future__ import annotations
 
 from gateway.accounting.normalize import register_reader
-from gateway.vendors import anthropic, azure, bedrock, deepseek, gemini, openai, vertex, vllm
+from gateway.vendors import anthropic, azure, bedrock, deepseek, gemini, mistral, openai, vertex, vllm
 from gateway.vendors.spec import VendorSpec
 
 BUILTIN: tuple[VendorSpec, ...] = (
@@ -15,6 +15,7 @@ BUILTIN: tuple[VendorSpec, ...] = (
     anthropic.SPEC,
     gemini.SPEC,
     deepseek.SPEC,
+    mistral.SPEC,
     openai.SPEC,
     azure.SPEC,
     vertex.SPEC,
