@@ -119,7 +119,7 @@ UVICORN: dict[str, Any] = {"loop": "uvloop", "http": "httptools", "log_config": 
            "proxy_headers": False, "server_header": False, "timeout_graceful_shutdown": 30}
 
 
-def tls_options(args: argparse.Namespace) -> dict[str, str]:
+def tls_options(args: argparse.Namespace) -> dict[str, Any]:
     """uvicorn's TLS options from the flags or the environment; both files or neither. HTTPS matters for
     clients that send their key only over TLS (boto3 with a Bedrock API key)."""
     cert = args.ssl_certfile or os.environ.get("GATEWAY_SSL_CERTFILE") or None

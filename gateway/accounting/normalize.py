@@ -166,7 +166,8 @@ def _deepseek(u: Mapping[str, Any]) -> NormalizedUsage:
 def _bedrock(u: Mapping[str, Any]) -> NormalizedUsage:
     # Converse's inputTokens is what was neither read nor written (input = inputTokens + read + write).
     read, write = _n(u.get("cacheReadInputTokens")), _n(u.get("cacheWriteInputTokens"))
-    details = u.get("cacheDetails") if isinstance(u.get("cacheDetails"), list) else []
+    raw = u.get("cacheDetails")
+    details: list[Any] = raw if isinstance(raw, list) else []
     hour = sum(_n(d.get("inputTokens")) for d in details if isinstance(d, Mapping) and d.get("ttl") == "1h")
     if not write and details:
         write = sum(_n(d.get("inputTokens")) for d in details if isinstance(d, Mapping))

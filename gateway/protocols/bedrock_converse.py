@@ -66,7 +66,8 @@ def converse_conversation(body: dict[str, Any]) -> Conversation:
         text, tools, only_results = _blocks_text(m.get("content"))
         tool_traffic = tool_traffic or tools
         turns.append(Turn("tool" if only_results else str(m.get("role")), text))
-    config = body.get("toolConfig") if isinstance(body.get("toolConfig"), dict) else {}
+    raw = body.get("toolConfig")
+    config: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return Conversation(system=system, turns=turns, tools=without_cache_points(config.get("tools")),
                         has_tool_traffic=tool_traffic)
 
@@ -96,7 +97,8 @@ class BedrockConverseAdapter(AdapterBase):
         texts: list[str] = []
         thoughts: list[str] = []
         calls: list[ToolCall] = []
-        content = message.get("content") if isinstance(message.get("content"), list) else []
+        raw_content = message.get("content")
+        content: list[Any] = raw_content if isinstance(raw_content, list) else []
         plain = True
         for block in content:
             if not isinstance(block, dict):
@@ -117,7 +119,7 @@ class BedrockConverseAdapter(AdapterBase):
         if not plain:
             extra["content"] = content
         return Answer(text="".join(texts), model="", finish_reason=FINISH.get(raw_stop, "stop"), tool_calls=calls,
-                      provider=provider, usage_raw=body.get("usage") if isinstance(body.get("usage"), dict) else {},
+                      provider=provider, usage_raw=usage if isinstance(usage := body.get("usage"), dict) else {},
                       reasoning="".join(thoughts), extra={NAME: extra})
 
     def stream_parser(self, provider: str) -> ConverseStreamParser:

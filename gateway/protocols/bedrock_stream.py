@@ -86,15 +86,16 @@ class ConverseStreamParser:
             self._frame(frame.event_type, frame.payload, out)
             if self._finished:
                 break
-        for e in out:
-            self._builder.add(e)
+        for event in out:
+            self._builder.add(event)
         return out
 
     def _frame(self, name: str, p: dict[str, Any], out: list[Event]) -> None:
         if not self._started and name in ("messageStart", "contentBlockStart", "contentBlockDelta"):
             self._started = True
             out.append(Start(model=""))
-        index = p.get("contentBlockIndex") if isinstance(p.get("contentBlockIndex"), int) else 0
+        raw_index = p.get("contentBlockIndex")
+        index: int = raw_index if isinstance(raw_index, int) else 0
         if name == "contentBlockStart":
             tool = (p.get("start") or {}).get("toolUse")
             if isinstance(tool, dict):
@@ -111,7 +112,8 @@ class ConverseStreamParser:
         elif name == "messageStop":
             self._stop = str(p.get("stopReason") or "end_turn")
         elif name == "metadata":
-            self._finish(p.get("usage") if isinstance(p.get("usage"), dict) else {}, out)
+            usage = p.get("usage")
+            self._finish(usage if isinstance(usage, dict) else {}, out)
 
     def end(self) -> list[Event]:
         if self._finished or self._error is not None or self._stop is None:

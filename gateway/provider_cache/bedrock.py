@@ -62,7 +62,8 @@ def _view_block(block: Any) -> dict[str, Any]:
         return {"type": "tool_use", "id": use.get("toolUseId"), "name": use.get("name"), "input": use.get("input")}
     if "toolResult" in block:
         result = block["toolResult"] if isinstance(block["toolResult"], dict) else {}
-        parts = result.get("content") if isinstance(result.get("content"), list) else []
+        raw_parts = result.get("content")
+        parts: list[Any] = raw_parts if isinstance(raw_parts, list) else []
         return {"type": "tool_result", "tool_use_id": result.get("toolUseId"),
                 "content": [{"type": "text", "text": str(p.get("text") or p.get("json") or "")}
                             for p in parts if isinstance(p, dict)]}
@@ -92,10 +93,12 @@ def _view_list(blocks: Any, part: str, msg: int, index: list[Where]) -> list[dic
 def view(body: dict[str, Any]) -> tuple[dict[str, Any], list[Where], list[Where], list[list[Where]]]:
     """The Anthropic-shaped view of a Converse body, and where each view block sits in the body:
     (view, tools, system, messages) with `messages[i][k]` for view block k of message i."""
-    config = body.get("toolConfig") if isinstance(body.get("toolConfig"), dict) else {}
+    raw_config = body.get("toolConfig")
+    config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
+    raw_tools = config.get("tools")
     tools_at: list[Where] = []
     tools: list[dict[str, Any]] = []
-    for j, tool in enumerate(config.get("tools") if isinstance(config.get("tools"), list) else []):
+    for j, tool in enumerate(raw_tools if isinstance(raw_tools, list) else []):
         if isinstance(tool, dict) and "cachePoint" in tool:
             if tools:
                 tools[-1]["cache_control"] = _marker(tool["cachePoint"])
@@ -107,7 +110,8 @@ def view(body: dict[str, Any]) -> tuple[dict[str, Any], list[Where], list[Where]
     system = _view_list(body.get("system"), "system", -1, system_at)
     messages: list[dict[str, Any]] = []
     messages_at: list[list[Where]] = []
-    for i, m in enumerate(body.get("messages") if isinstance(body.get("messages"), list) else []):
+    raw_messages = body.get("messages")
+    for i, m in enumerate(raw_messages if isinstance(raw_messages, list) else []):
         at: list[Where] = []
         content = m.get("content") if isinstance(m, dict) else None
         messages.append({"role": m.get("role") if isinstance(m, dict) else "user",

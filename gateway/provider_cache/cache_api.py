@@ -39,7 +39,8 @@ def vertex_base_url(base: str | None, location: str) -> str:
 
 
 class CacheApi(Protocol):
-    base_url: str
+    @property
+    def base_url(self) -> str: ...
 
     @property
     def scope(self) -> str:

@@ -168,7 +168,7 @@ class GeminiCaches:
         """Create the cache under the shared lock (through `api`, default the Gemini API at `base_url` with
         `api_key`). Returns (handle, outcome); outcome is one of "created", "locked" (another replica is
         creating it), "failed"."""
-        api = api or GeminiApi(base_url, api_key)
+        use: CacheApi = api if api is not None else GeminiApi(base_url, api_key)
         try:
             if await self.store.get(f"gw:pc:gemfail:{{{tenant}}}:{prefix.cache_id}") is not None:
                 return None, "failed"
@@ -184,9 +184,9 @@ class GeminiCaches:
             existing = await self.handle(tenant, prefix)
             if existing is not None:
                 return existing, "reused"
-            body = {"model": api.model_name(model), "ttl": f"{int(ttl_s)}s",
+            body = {"model": use.model_name(model), "ttl": f"{int(ttl_s)}s",
                     "displayName": f"gw-{prefix.cache_id[:24]}", **prefix.parts}
-            status, data = await self._call("POST", api, api.collection_path(), body)
+            status, data = await self._call("POST", use, use.collection_path(), body)
             if status != 200 or not isinstance(data, dict) or not data.get("name"):
                 log.warning("gemini cache creation refused", extra={"tenant": tenant, "status": status,
                                                                     "error": str(data)[:300]})
@@ -194,7 +194,7 @@ class GeminiCaches:
                     await self.store.set(f"gw:pc:gemfail:{{{tenant}}}:{prefix.cache_id}", str(status).encode(),
                                          ttl=FAILED_TTL_S)
                 return None, "failed"
-            rec = self._record(data, prefix, model, api, ttl_s)
+            rec = self._record(data, prefix, model, use, ttl_s)
             await self._save(tenant, prefix.cache_id, rec)
             return rec, "created"
         except StoreUnavailable:
@@ -218,8 +218,8 @@ class GeminiCaches:
                 return rec, 0.0
         except StoreUnavailable:
             return rec, 0.0
-        api = api or GeminiApi(rec["base"], api_key)
-        status, data = await self._call("PATCH", api, api.resource_path(rec["name"]), {"ttl": f"{int(ttl_s)}s"})
+        use: CacheApi = api if api is not None else GeminiApi(rec["base"], api_key)
+        status, data = await self._call("PATCH", use, use.resource_path(rec["name"]), {"ttl": f"{int(ttl_s)}s"})
         if status in (403, 404):
             await self.forget(tenant, prefix.cache_id)
             return None, 0.0

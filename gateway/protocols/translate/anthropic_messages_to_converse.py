@@ -35,7 +35,8 @@ def cache_point(marker: Any) -> dict[str, Any]:
 
 
 def _source_bytes(block: dict[str, Any], what: str) -> tuple[str, str]:
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    raw = block.get("source")
+    source: dict[str, Any] = raw if isinstance(raw, dict) else {}
     if source.get("type") != "base64" or not isinstance(source.get("data"), str):
         raise refuse(f"Bedrock takes {what} as base64 data only (not URLs or file ids).")
     return str(source.get("media_type") or ""), source["data"]
