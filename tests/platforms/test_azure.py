@@ -130,3 +130,16 @@ def test_unknown_deployment_and_bad_key_in_azures_shape(gw: LocalGateway, emu: E
                             http_client=openai.DefaultHttpxClient(verify=gw.server.tls[0])) as bad, \
             pytest.raises(openai.AuthenticationError):  # type: ignore[union-attr]
         bad.chat.completions.create(model="gpt-4o", messages=MESSAGES)  # type: ignore[arg-type]
+
+
+def test_responses_api_on_azure(gw: LocalGateway, emu: EmulatorSet) -> None:
+    with oai(gw) as client:
+        got = client.responses.create(model="azure/gpt-4o", input="Why is the sky blue?",
+                                      extra_headers={"cache-control": "no-store"})
+    assert got.output_text and got.usage is not None and got.usage.input_tokens > 0
+    seen = emu.requests("azure.responses")[-1]
+    assert seen.path == "/openai/responses" and seen.body["model"] == "gpt-4o" and seen.headers["api-key"] == AZURE_KEY
+    with azure(gw) as native:
+        again = native.responses.create(model="gpt-4o", input="Why is the sky blue?",
+                                        extra_headers={"cache-control": "no-store"})
+    assert again.output_text == got.output_text
