@@ -2,7 +2,7 @@
 
 `create_app(settings)` builds the whole gateway (policies, store, layers, upstream clients,
 vLLM pool) and returns a FastAPI app whose lifespan starts and stops them. Endpoint functions are
-thin: they name the protocol and hand the request to `Gateway.handle` or `passthrough.forward`.
+thin: they name the protocol and hand the request to `Gateway.handle`, `.forward` or `.list_models`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from gateway.assembly import Components, build_components
 from gateway.config import Settings
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
-from gateway.passthrough import forward
 from gateway.platform_routes import platform_router
 from gateway.vendors.registry import error_shape_of_path
 
@@ -61,11 +60,11 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.post("/v1/embeddings", tags=["openai"], openapi_extra=_body("OpenAI embeddings request"))
     async def embeddings(request: Request) -> Response:
-        return await forward(gw, request, "openai_chat", "embeddings", "/embeddings")
+        return await gw.forward(request, "openai_chat", "embeddings", "/embeddings")
 
     @app.get("/v1/models", tags=["openai"])
     async def models(request: Request) -> Response:
-        return await parts.list_models(request)
+        return await gw.list_models(request)
 
     # ---- Anthropic ----
     @app.post("/v1/messages", tags=["anthropic"], openapi_extra=_body("Anthropic Messages request"))
@@ -74,7 +73,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.post("/v1/messages/count_tokens", tags=["anthropic"], openapi_extra=_body("Anthropic count_tokens request"))
     async def count_tokens(request: Request) -> Response:
-        return await forward(gw, request, "anthropic_messages", "count_tokens", "/v1/messages/count_tokens",
+        return await gw.forward(request, "anthropic_messages", "count_tokens", "/v1/messages/count_tokens",
                              provider_name="anthropic")
 
     # ---- Gemini (google-genai 3.x defaults to v1, older SDKs and the docs use v1beta) ----
@@ -86,7 +85,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         if not path_safe_model(model.removeprefix("models/")):  # it goes into the upstream path as it is
             return _error("gemini", 400, f"`{model[:100]}` is not a valid Gemini model name.")
         if action == "countTokens":
-            return await forward(gw, request, "gemini", "count_tokens", f"/{version}/models/{target}",
+            return await gw.forward(request, "gemini", "count_tokens", f"/{version}/models/{target}",
                                  provider_name="gemini")
         return await gw.handle(request, "gemini", "generate", path_model=model,
                                path_stream=action == "streamGenerateContent", api_version=version)
@@ -98,19 +97,17 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def gemini_generate_unversioned(request: Request, target: str) -> Response:
         return await gemini_generate(request, "v1beta", target)
 
-    ownership = parts.gateway.ownership
-
     async def cached_contents(request: Request, version: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request)
-        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents",
-                             provider_name="gemini", method=request.method, ownership=ownership)
+        return await gw.forward(request, "gemini", "cached_contents", f"/{version}/cachedContents",
+                             provider_name="gemini", method=request.method, owned=True)
 
     async def cached_content(request: Request, version: str, name: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request)
-        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
-                             provider_name="gemini", method=request.method, ownership=ownership)
+        return await gw.forward(request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
+                             provider_name="gemini", method=request.method, owned=True)
 
     # One route per method: OpenAPI needs one operation (and operation id) for each.
     for method in ("GET", "POST"):

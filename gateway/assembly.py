@@ -11,27 +11,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from fastapi import APIRouter
-from starlette.requests import Request
-from starlette.responses import Response
 
 from gateway.admin import admin_dependency
-from gateway.auth import authenticate
 from gateway.cache.stage import ResponseCacheStage
 from gateway.cached_contents import CachedContentOwnership
 from gateway.config import Settings
-from gateway.errors import GatewayError
 from gateway.handler import Gateway
 from gateway.metrics import STAGE_ERRORS
-from gateway.passthrough import forward
-from gateway.pipeline import Pipeline, Stage
+from gateway.pipeline import Pipeline, Purges, Stage
 from gateway.policy.registry import PolicyRegistry
 from gateway.protocols.translate import preload as preload_translation
 from gateway.provider_cache.explain import PrefixExplainStage
 from gateway.provider_cache.stage import ProviderCacheStage
 from gateway.providers import ProviderTable
-from gateway.respond import error_response
 from gateway.rewrite.stage import RewriteStage
 from gateway.routing import ReplicaPool, Router, RouteStage
 from gateway.semantic import SemanticCacheStage
@@ -97,31 +90,6 @@ class Components:
         await self.clients.close()
         await self.store.close()
 
-    async def list_models(self, request: Request) -> Response:
-        """OpenAI's model list plus the models the vLLM pool serves. When OpenAI cannot be asked
-        (no key, unreachable) and a pool exists, the pool's list alone is answered."""
-        ctx = self.gateway.new_context(request, "openai_chat")
-        try:
-            authenticate(ctx, self.registry)
-        except GatewayError as exc:
-            return error_response(ctx, exc)
-        response = await forward(self.gateway, request, "openai_chat", "models", "/models",
-                                 provider_name="openai", method="GET")
-        names = sorted(self.pool.models()) if self.pool is not None else []
-        if not names:
-            return response
-        data: dict[str, Any] = {"object": "list", "data": []}
-        if response.status_code == 200:
-            try:
-                data = orjson.loads(bytes(response.body))
-            except orjson.JSONDecodeError:
-                pass
-        data.setdefault("data", []).extend(
-            {"id": name, "object": "model", "created": 0, "owned_by": "vllm"} for name in names
-        )
-        headers = {k: v for k, v in response.headers.items() if k.startswith("x-gateway-")}
-        return Response(orjson.dumps(data), media_type="application/json", headers=headers)
-
 
 class _SignerLifecycle:
     """A signer with background work (the Vertex token refresh) as a start/stop part of the components."""
@@ -147,6 +115,7 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
                         on_stage_error=lambda stage, phase: STAGE_ERRORS.labels(stage, phase).inc())
     gateway = Gateway(settings, registry, providers, pipeline, clients)
     gateway.ownership = CachedContentOwnership(store)
+    gateway.request_checks.append(gateway.ownership.check_reference)
     parts = Components(settings=settings, registry=registry, store=store, providers=providers, pipeline=pipeline,
                        clients=clients, gateway=gateway)
     route = pipeline.stage("route")
@@ -155,6 +124,7 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
         # byte has reached the client.
         providers.pool_serves = route.router.pool.serves
         gateway.failover = route.router
+        gateway.pool_models = route.router.pool.models
         parts.pool = route.router.pool
     vertex = providers.get("vertex_ai")
     if settings.vertex_project and vertex is not None:
@@ -166,7 +136,7 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
             provider_cache.vertex_token = vertex.signer.token  # type: ignore[attr-defined]
     for stage in pipeline.stages:
         layer = PURGE_LAYERS.get(stage.name)
-        if layer is not None and hasattr(stage, "purge"):
+        if layer is not None and isinstance(stage, Purges):
             parts.purgers[layer] = stage.purge
     usage = pipeline.stage("usage")
     if isinstance(usage, UsageStage):

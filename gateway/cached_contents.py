@@ -39,7 +39,10 @@ class CachedContentOwnership:
             raise GatewayError(503, "Cache ownership cannot be checked right now; try again.") from exc
 
     async def check_reference(self, ctx: RequestContext) -> None:
-        """A generateContent body naming `cachedContent` must name one of the tenant's caches."""
+        """A generateContent body naming `cachedContent` must name one of the tenant's caches (for a
+        vendor that keeps such cache objects, asked in its own protocol)."""
+        if ctx.vendor is None or not ctx.vendor.cache_objects or ctx.translated:
+            return
         name = ctx.body.get("cachedContent")
         if name is None:
             return

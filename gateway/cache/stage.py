@@ -30,7 +30,7 @@ from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, Repli
 from gateway.context import RequestContext
 from gateway.keys import unreplayable
 from gateway.metrics import CACHE_LOOKUPS
-from gateway.pipeline import EVENT_TAPS, UPSTREAM_FAILED, UPSTREAM_WANTED, Hit, Stage
+from gateway.pipeline import Hit, Stage
 from gateway.policy.models import ResponseCachePolicy
 from gateway.stores.base import KVStore, StoreUnavailable
 
@@ -132,9 +132,6 @@ class ResponseCacheStage(Stage):
     async def _lead(self, ctx: RequestContext, state: _State, flight: Flight) -> Hit | None:
         state.flight = flight
         state.finalizer = self.flights.watch(ctx, flight)
-        ctx.scratch.setdefault(EVENT_TAPS, []).append(flight.publish)
-        ctx.scratch.setdefault(UPSTREAM_WANTED, []).append(lambda: flight.followers > 0 and not flight.done)
-        ctx.scratch.setdefault(UPSTREAM_FAILED, []).append(lambda: self._abandon(state))
         if not self.store.shared:
             return None  # one process: the in-process flight is all the single-flight there is
         lock = ReplicaLock(self.store, lock_key(ctx.tenant, state.digest), self.lock_ttl)
@@ -176,6 +173,31 @@ class ResponseCacheStage(Stage):
         if state.lock is not None:
             lock, state.lock = state.lock, None
             await lock.release()
+
+    # ---- hooks the pipeline dispatches (gateway/pipeline.py): a leader's flight -------------------
+    def _flight(self, ctx: RequestContext) -> Flight | None:
+        state: _State | None = ctx.scratch.get(self.name)
+        return state.flight if state is not None else None
+
+    def listens(self, ctx: RequestContext) -> bool:
+        return self._flight(ctx) is not None
+
+    def on_event(self, ctx: RequestContext, event: Event) -> None:
+        """The leader's upstream events, live, to its followers."""
+        flight = self._flight(ctx)
+        if flight is not None:
+            flight.publish(event)
+
+    def keeps_upstream(self, ctx: RequestContext) -> bool:
+        """Followers still wait on this leader's upstream answer."""
+        flight = self._flight(ctx)
+        return flight is not None and flight.followers > 0 and not flight.done
+
+    def on_abandoned(self, ctx: RequestContext) -> None:
+        """The leader ended without an answer: release its followers now, not after the post-stages."""
+        state: _State | None = ctx.scratch.get(self.name)
+        if state is not None:
+            self._abandon(state)
 
     def _abandon(self, state: _State) -> None:
         """Release without awaiting (usable while being cancelled)."""
@@ -302,4 +324,4 @@ def _hit(ctx: RequestContext, status: str, answer: Answer, coalesced: bool = Fal
     return Hit(status=status, answer=answer)
 
 
-__all__ = ["EVENT_TAPS", "ResponseCacheStage", "purge", "skip_reason", "storable"]
+__all__ = ["ResponseCacheStage", "purge", "skip_reason", "storable"]

@@ -29,6 +29,7 @@ FLUSH_STORE_TIMEOUT = 2.0
 
 class UsageStage(Stage):
     name = "usage"
+    light = True  # pass-through requests are recorded too
 
     def __init__(self, settings: Any, store: KVStore, *, prices: PriceBook | None = None,
                  recorder: UsageRecorder | None = None, flush_store: KVStore | None = None,

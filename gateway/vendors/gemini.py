@@ -36,6 +36,7 @@ SPEC = VendorSpec(
     error_shape="gemini",
     # `/`, `..`, `?`, `#` or `%` in the path would reach other endpoints of the vendor with the gateway's key
     model_in_path=True,
+    cache_objects=True,
     provider_cache=GEMINI_CACHE,
     lint=LintHints(prefix_fields={"gemini": ("systemInstruction", "tools", "toolConfig")},
                    default_model="gemini-2.5-flash"),

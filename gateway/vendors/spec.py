@@ -98,6 +98,7 @@ class VendorSpec:
     error_shape: str = "openai"  # the error dialect of its answers (gateway/errors.py::ERROR_SHAPES)
     usage: UsageDialect | None = None  # None: the upstream protocol's own dialect
     price_prefix: str | None = None  # how litellm's cost map names its models (`mistral/<model>`), when not bare
+    cache_objects: bool = False  # requests may name the vendor's cache objects (Gemini cachedContents)
     model_in_path: bool = False  # the model goes into the URL path (Gemini): it must be path-safe
     pooled: bool = False  # served by the replica pool (routing sets the base URL; failover applies)
     # Why a stored answer could not stand in for this vendor's reply to `body`, beyond what the client
