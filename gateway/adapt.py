@@ -21,7 +21,7 @@ from gateway.vendor_keys import KEY_ENV, missing_key
 # is set separately), the gateway's own, and those the HTTP client sets itself.
 _DROP_REQUEST = frozenset({
     "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade", "trailer",
-    "proxy-authorization", "proxy-connection", "authorization", "x-api-key", "x-goog-api-key", "cookie",
+    "proxy-authorization", "proxy-connection", "authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie",
     "accept-encoding", "content-type", "expect", "forwarded", "x-forwarded-for", "x-forwarded-host",
     "x-forwarded-proto", "x-real-ip", "cache-control",
 })
@@ -34,6 +34,11 @@ _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,255}")
 def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     adapter = ctx.adapter
     model = adapter.model_of(ctx.body, ctx.path_model)
+    platform = ctx.path_params.get("platform")
+    if platform is not None:  # a platform's native surface: its deployment/model names, with its prefix
+        model = ctx.path_model or model
+        if isinstance(model, str) and model and not model.startswith(platform):
+            model = platform + model
     if not isinstance(model, str) or not model:
         raise GatewayError(400, "The request has no `model`.")
     model = resolve_alias(ctx, check_model_name(model))
@@ -46,7 +51,7 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
     if provider is None:
         raise unknown_model(model)
     spec = provider.spec
-    if spec.model_in_path and not path_safe_model(model):
+    if spec.model_in_path and not path_safe_model(spec.upstream_model(model)):
         # The model goes into the URL path: `/`, `..`, `?`, `#` or `%` there would reach other
         # endpoints of the vendor with the gateway's key.
         raise GatewayError(400, f"`{model[:100]}` is not a valid {spec.title} model name.")
@@ -72,6 +77,8 @@ def adapt(ctx: RequestContext, providers: ProviderTable) -> None:
         ctx.upstream_body, ctx.upstream_path = body, path
 
     ctx.upstream_headers = upstream_headers(ctx, provider, providers)
+    if spec.prepare is not None:
+        spec.prepare(ctx, providers.settings)
 
 
 def path_safe_model(model: str) -> bool:

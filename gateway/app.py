@@ -26,6 +26,7 @@ from gateway.config import Settings
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
 from gateway.model_lists import ModelLists
+from gateway.platform_routes import platform_router
 from gateway.vendors.registry import error_shape_of_path
 
 log = logging.getLogger("gateway")
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         ("POST", "/v1/responses"): responses,
         ("POST", "/v1/messages"): messages,
     }
+    app.include_router(platform_router(gw))
     app.include_router(admin_router(parts))
     for router in parts.extra_routers:
         app.include_router(router)

@@ -131,6 +131,19 @@ class Components:
         await self.store.close()
 
 
+class _SignerLifecycle:
+    """A signer with background work (the Vertex token refresh) as a start/stop part of the components."""
+
+    def __init__(self, signer: Any) -> None:
+        self.signer = signer
+
+    async def start(self) -> None:
+        await self.signer.start()
+
+    async def stop(self) -> None:
+        await self.signer.close()
+
+
 def build_components(settings: Settings, *, registry: PolicyRegistry | None = None,
                      store: KVStore | None = None, stages: list[Stage] | None = None) -> Components:
     registry = registry or PolicyRegistry(settings.policies)
@@ -155,6 +168,14 @@ def build_components(settings: Settings, *, registry: PolicyRegistry | None = No
         gateway.failover = route.router
         gateway.pool_models = route.router.pool.models
         parts.pool = route.router.pool
+    vertex = providers.get("vertex_ai")
+    if settings.vertex_project and vertex is not None:
+        # The Vertex token is minted at start and kept fresh in the background; the provider-cache purge
+        # deletes the tenant's Vertex caches with it.
+        parts.background.append(_SignerLifecycle(vertex.signer))
+        provider_cache = pipeline.stage("provider_cache")
+        if provider_cache is not None and hasattr(provider_cache, "vertex_token"):
+            provider_cache.vertex_token = vertex.signer.token  # type: ignore[attr-defined]
     for stage in pipeline.stages:
         layer = PURGE_LAYERS.get(stage.name)
         if layer is not None and isinstance(stage, Purges):

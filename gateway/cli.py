@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--with-emulators", action="store_true",
                        help="development: start the bundled vendor emulators too, point the gateway at them and "
                             "print the URLs, keys and SDK snippets")
+    serve.add_argument("--ssl-certfile", default=None,
+                       help="serve HTTPS with this PEM certificate chain (or GATEWAY_SSL_CERTFILE)")
+    serve.add_argument("--ssl-keyfile", default=None, help="its private key (or GATEWAY_SSL_KEYFILE)")
 
     demo = sub.add_parser("demo", help="run emulators + gateway and replay a realistic workload")
     demo.add_argument("--requests", type=int, default=0, help="scale the workload (0: the default size)")
@@ -122,6 +125,19 @@ UVICORN: dict[str, Any] = {"loop": "uvloop", "http": "httptools", "log_config": 
            "proxy_headers": False, "server_header": False, "timeout_graceful_shutdown": 30}
 
 
+def tls_options(args: argparse.Namespace) -> dict[str, Any]:
+    """uvicorn's TLS options from the flags or the environment; both files or neither. HTTPS matters for
+    clients that send their key only over TLS (boto3 with a Bedrock API key)."""
+    cert = args.ssl_certfile or os.environ.get("GATEWAY_SSL_CERTFILE") or None
+    key = args.ssl_keyfile or os.environ.get("GATEWAY_SSL_KEYFILE") or None
+    if bool(cert) != bool(key):
+        raise SystemExit("serve: --ssl-certfile and --ssl-keyfile go together (a certificate needs its key)")
+    for path in (cert, key):
+        if path and not os.path.isfile(path):
+            raise SystemExit(f"serve: TLS file not found: {path}")
+    return {"ssl_certfile": cert, "ssl_keyfile": key} if cert and key else {}
+
+
 def _serve(args: argparse.Namespace) -> int:
     if args.with_emulators:
         if args.workers > 1:
@@ -138,6 +154,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     logs.configure(args.log_level)
     settings = Settings.load(args.config, host=args.host, port=args.port, policies=args.policies)
+    tls = tls_options(args)
     if args.workers > 1:
         from gateway.policy.loader import load_policies
         from gateway.workers import workers_refusal
@@ -158,7 +175,7 @@ def _serve(args: argparse.Namespace) -> int:
         if args.config:
             os.environ["GATEWAY_CONFIG"] = args.config
         uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host, port=settings.port,
-                    workers=args.workers, **UVICORN)
+                    workers=args.workers, **UVICORN, **tls)
         return 0
     from gateway.app import create_app
 
@@ -167,7 +184,7 @@ def _serve(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         print(f"policies: {exc}", file=sys.stderr)
         return 1
-    uvicorn.run(app, host=settings.host, port=settings.port, **UVICORN)
+    uvicorn.run(app, host=settings.host, port=settings.port, **UVICORN, **tls)
     return 0
 
 

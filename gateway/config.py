@@ -86,6 +86,12 @@ class Settings(_Section):
     api_keys: dict[str, SecretStr] = Field(default_factory=dict)
     base_urls: dict[str, str] = Field(default_factory=dict)
     vllm_endpoints: list[str] = Field(default_factory=list)
+    # Cloud platforms (gateway/vendors/azure.py, vertex.py, bedrock.py); their keys and base URLs are above.
+    azure_openai_api_version: str = "2024-10-21"  # for deployment paths
+    vertex_project: str | None = None  # unset: no Vertex AI upstream
+    vertex_location: str = "us-central1"
+    vertex_credentials: str | None = None  # a service-account key file; unset: Application Default Credentials
+    bedrock_region: str | None = None  # unset: no Bedrock upstream (credentials: the standard AWS chain)
 
     connect_timeout: Duration = 5.0
     read_timeout: Duration = 600.0  # between bytes; long generations stream for minutes
@@ -157,6 +163,11 @@ _ENV = {
     "GATEWAY_ADMIN_KEY": "admin_key",
     "GATEWAY_EMBEDDING_MODEL": "embedding_model",
     "GATEWAY_VLLM_ENDPOINTS": "vllm_endpoints",
+    "GATEWAY_AZURE_OPENAI_API_VERSION": "azure_openai_api_version",
+    "GATEWAY_VERTEX_PROJECT": "vertex_project",
+    "GATEWAY_VERTEX_LOCATION": "vertex_location",
+    "GOOGLE_APPLICATION_CREDENTIALS": "vertex_credentials",
+    "GATEWAY_BEDROCK_REGION": "bedrock_region",
     **_VENDOR_ENV,
 }
 

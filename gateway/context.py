@@ -32,10 +32,11 @@ class RequestContext:
     body: dict[str, Any]
     path_model: str | None = None
     path_stream: bool = False
-    endpoint: str = ""  # e.g. "chat", "responses", "messages", "generate"
+    endpoint: str = ""  # e.g. "chat", "responses", "messages", "generate", "converse"
     api_version: str | None = None  # Gemini's API version from the path (v1 | v1beta)
     method: str = "POST"  # the HTTP method, sent upstream as it came (pass-through endpoints)
     native_path: str = ""  # pass-through endpoints: the vendor path asked for (cachedContents ownership)
+    path_params: dict[str, str] = field(default_factory=dict)  # e.g. a native Vertex request's `location`
     started: float = field(default_factory=time.perf_counter)
     created_at: float = field(default_factory=time.time)
 

@@ -51,8 +51,14 @@ def _gemini(status: int, message: str, code: str | None) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": code or _GEMINI_STATUS.get(status, "UNKNOWN")}}
 
 
+def _bedrock(status: int, message: str, code: str | None) -> dict[str, Any]:
+    # rest-json: the type travels in the `x-amzn-ErrorType` header (bedrock_converse.error_headers)
+    return {"message": message}
+
+
 # error dialect (a protocol adapter's `vendor`, a vendor spec's `error_shape`) → its shape
-ERROR_SHAPES: dict[str, ErrorShape] = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini}
+ERROR_SHAPES: dict[str, ErrorShape] = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini,
+                                       "bedrock": _bedrock}
 
 
 def vendor_error_body(vendor: str, status: int, message: str, code: str | None = None) -> dict[str, Any]:

@@ -130,9 +130,11 @@ class Gateway:
 
     # ---- the cached request path ---------------------------------------------------------------------
     async def handle(self, request: Request, protocol: str, endpoint: str, path_model: str | None = None,
-                     path_stream: bool = False, api_version: str | None = None) -> Response:
+                     path_stream: bool = False, api_version: str | None = None,
+                     path_params: dict[str, str] | None = None) -> Response:
         ctx = self.new_context(request, protocol, endpoint)
         ctx.path_model, ctx.path_stream = path_model, path_stream
+        ctx.path_params = path_params or {}
         ctx.api_version = api_version or None
         try:
             authenticate(ctx, self.registry)

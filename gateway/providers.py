@@ -42,6 +42,8 @@ class ProviderTable:
         self.configured = [self._bind(compatible.spec_for(up)) for up in settings.upstreams]
         self._named = [p for p in self.builtin.values() if not p.spec.pooled]
         self._owners = {protocol: p for p in self.builtin.values() for protocol in p.spec.owns_clients}
+        # `bedrock/…`, `vertex_ai/…`, `azure/…` name their platform through every client protocol
+        self._prefixed = [p for p in self._named if p.spec.route_prefix is not None]
 
     def _bind(self, spec: VendorSpec) -> Provider:
         configured = None if spec.configured or spec.pooled else self.settings.base_urls.get(spec.name)
@@ -52,6 +54,9 @@ class ProviderTable:
 
     def for_model(self, model: str, client_protocol: str) -> Provider | None:
         """The provider for `model` asked through the `client_protocol` (None: unknown model)."""
+        prefixed = next((p for p in self._prefixed if model.startswith(p.spec.route_prefix or "\0")), None)
+        if prefixed is not None:
+            return prefixed  # a protocol it cannot be translated to is refused by the translator (400)
         owner = self._owners.get(client_protocol)
         if owner is not None:
             return owner

@@ -82,16 +82,24 @@ def json_response(ctx: RequestContext, status: int, body: bytes, extra: dict[str
     return Response(body, status_code=status, headers=headers, media_type="application/json")
 
 
+def error_headers(ctx: RequestContext, status: int, code: str | None = None) -> dict[str, str] | None:
+    """Headers an error needs in the caller's protocol (Bedrock's type travels in `x-amzn-ErrorType`)."""
+    extra = getattr(ctx.adapter, "error_headers", None)
+    return extra(status, code) if extra is not None else None
+
+
 def error_response(ctx: RequestContext, exc: GatewayError) -> Response:
     ctx.status, ctx.error = exc.status, exc.message
     body = ctx.adapter.error_body(exc.status, exc.message, exc.code)
-    return json_response(ctx, exc.status, orjson.dumps(body))
+    return json_response(ctx, exc.status, orjson.dumps(body), error_headers(ctx, exc.status, exc.code))
 
 
 def _stream(ctx: RequestContext, body: AsyncIterator[bytes], extra: dict[str, str] | None = None) -> Response:
     headers = {**(extra or {}), **_SSE_HEADERS, **gateway_headers(ctx)}
     headers.pop("content-type", None)
-    return StreamingResponse(body, status_code=200, headers=headers, media_type="text/event-stream")
+    # SSE for every protocol but Bedrock's ConverseStream (AWS event-stream frames)
+    media_type = getattr(ctx.adapter, "stream_media_type", "text/event-stream")
+    return StreamingResponse(body, status_code=200, headers=headers, media_type=media_type)
 
 
 # ---- cached answers ---------------------------------------------------------------------------
@@ -211,6 +219,7 @@ async def _whole(ctx: RequestContext, up: Upstream, owner: Owner) -> Response:
     upstream_adapter = ctx.upstream_adapter or ctx.adapter
     answer: Answer | None = None
     body = raw
+    extra_error: dict[str, str] | None = None
     if up.status < 400:
         try:
             answer = upstream_adapter.parse_answer(orjson.loads(raw), ctx.provider)
@@ -219,7 +228,9 @@ async def _whole(ctx: RequestContext, up: Upstream, owner: Owner) -> Response:
         if answer is not None and ctx.translated:
             body = orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
     elif ctx.translated:
-        body = orjson.dumps(ctx.adapter.error_body(up.status, *upstream_adapter.parse_error(up.status, raw)))
+        message, code = upstream_adapter.parse_error(up.status, raw)
+        body = orjson.dumps(ctx.adapter.error_body(up.status, message, code))
+        extra_error = error_headers(ctx, up.status, code)
     elif not _is_json(raw):
         # e.g. a proxy's "502 Bad Gateway" page in front of a replica: relayed as JSON in the
         # caller's vendor shape, since the response says application/json
@@ -231,7 +242,7 @@ async def _whole(ctx: RequestContext, up: Upstream, owner: Owner) -> Response:
         ctx.error = ctx.error or f"upstream status {up.status}"
     ctx.latency_s = ctx.elapsed()
     _finish(ctx, owner)
-    extra = None if ctx.translated else up.headers
+    extra = extra_error if ctx.translated else up.headers
     return json_response(ctx, up.status, body, extra)
 
 

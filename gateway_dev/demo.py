@@ -10,6 +10,8 @@ bundled emulators, the stores are the embedded ones (or `--redis-url`). The work
   Anthropic cache_control), streamed;
 - a document assistant on Gemini and a coding assistant on DeepSeek (vendor prompt caches);
 - chat sessions on the vLLM pool (cache-aware routing);
+- the cloud platforms: the `AzureOpenAI` client on an Azure deployment (response cache) and Claude on Amazon
+  Bedrock through the OpenAI protocol (`bedrock/…`, cachePoint blocks placed by the gateway);
 - another tenant asking the same questions (never served the first tenant's answers).
 """
 
@@ -92,7 +94,9 @@ def run_demo(requests: int = 0, redis_url: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gateway-demo-") as tmp, \
             EmulatorSet(vllm_replicas=2, frozen_clock=False) as emu:
         tenants = {"acme": {"key": ACME_KEY, **ON}, "globex": {"key": GLOBEX_KEY, **ON}}
-        extra: dict[str, Any] = {"admin_key": ADMIN_KEY}
+        extra: dict[str, Any] = {"admin_key": ADMIN_KEY, "azure_base_url": emu.platform_url,
+                                 "azure_api_key": "demo-azure-resource-key", "bedrock_base_url": emu.platform_url,
+                                 "bedrock_region": "us-east-1", "bedrock_api_key": "ABSKZGVtby1iZWRyb2Nr"}
         if redis_url:
             extra["redis_url"] = redis_url
         console.print("[bold]llm-cache-gateway demo[/bold]: starting the vendor emulators and the gateway …")
@@ -110,6 +114,7 @@ def run_demo(requests: int = 0, redis_url: str | None = None) -> int:
                 _agent(gw, seen)
                 _documents_and_code(gw, seen)
                 _vllm_sessions(gw, emu, seen)
+                _platforms(gw, seen)
                 _other_tenant(gw, seen)
             gw.wait_idle()
             # this run's usage: a reused Redis also holds earlier runs' totals
@@ -200,6 +205,30 @@ def _vllm_sessions(gw: LocalGateway, emu: Any, seen: Tally) -> None:
             seen.add_tokens("chat sessions (vLLM): the replica's prefix cache", answer.usage.prompt_tokens,
                             (details.cached_tokens or 0) if details else 0)
             history.append({"role": "assistant", "content": answer.choices[0].message.content})
+
+
+def _platforms(gw: LocalGateway, seen: Tally) -> None:
+    import openai
+
+    with openai.AzureOpenAI(azure_endpoint=gw.url, api_key=ACME_KEY, api_version="2024-10-21",
+                            max_retries=0) as azure:
+        for _ in range(2):
+            raw = azure.chat.completions.with_raw_response.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "Summarize our travel policy in one line."}])
+            seen.requests["Azure OpenAI deployment", _cache_header(raw)] += 1
+            gw.wait_idle()
+    client = gw.openai(ACME_KEY)
+    handbook = "Travel policy clause: economy class for flights under six hours, receipts within 30 days. " * 120
+    for question in ("Can I fly business to Tokyo?", "How fast must I file receipts?", "Are taxis covered?"):
+        raw = client.chat.completions.with_raw_response.create(
+            model="bedrock/anthropic.claude-sonnet-4-20250514-v1:0",
+            messages=[{"role": "system", "content": handbook}, {"role": "user", "content": question}])
+        answer = raw.parse()
+        seen.requests["Claude on Bedrock", _cache_header(raw)] += 1
+        details = answer.usage.prompt_tokens_details if answer.usage else None
+        seen.add_tokens("Claude on Bedrock: Bedrock's prompt cache (cachePoint)",
+                        answer.usage.prompt_tokens if answer.usage else 0,
+                        (details.cached_tokens or 0) if details else 0)
 
 
 def _other_tenant(gw: LocalGateway, seen: Tally) -> None:

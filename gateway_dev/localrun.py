@@ -50,11 +50,15 @@ def free_port(count: int = 1) -> int:
 class UvicornThread:
     """An ASGI app served by uvicorn on 127.0.0.1 in its own thread and event loop."""
 
-    def __init__(self, app: Any, port: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, app: Any, port: int | None = None, host: str = "127.0.0.1",
+                 tls: tuple[str, str] | None = None) -> None:
         self.host = host
         self.port = port or free_port()
+        self.tls = tls  # (certificate file, key file): serve HTTPS
+        ssl = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]} if tls else {}
         config = uvicorn.Config(app, host=host, port=self.port, loop="asyncio", http="httptools",
-                                log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10)
+                                log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10,
+                                **ssl)
         self.server = uvicorn.Server(config)
         self.app = app
         self._thread: threading.Thread | None = None
@@ -62,7 +66,7 @@ class UvicornThread:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def start(self, timeout: float = 60.0) -> UvicornThread:
         def run() -> None:
@@ -136,7 +140,7 @@ class LocalGateway:
 
     def __init__(self, emulators: Any, tenants: Mapping[str, Mapping[str, Any]], folder: Path,
                  defaults: Mapping[str, Any] | None = None, stages: list[Any] | None = None,
-                 port: int | None = None, **settings: Any) -> None:
+                 port: int | None = None, tls: tuple[str, str] | None = None, **settings: Any) -> None:
         from gateway.config import Settings
 
         self.emulators = emulators
@@ -154,6 +158,7 @@ class LocalGateway:
         self.settings = Settings.load(env={}, **base)
         self._stages = stages
         self._port = port
+        self._tls = tls  # (certificate, key): serve HTTPS (boto3 sends a Bedrock API key only over TLS)
         self.server: UvicornThread | None = None
 
     def start(self) -> LocalGateway:
@@ -162,7 +167,7 @@ class LocalGateway:
 
         self.components = build_components(self.settings, stages=self._stages)
         self.app = create_app(self.settings, self.components)
-        self.server = UvicornThread(self.app, port=self._port).start()
+        self.server = UvicornThread(self.app, port=self._port, tls=self._tls).start()
         return self
 
     def stop(self) -> None:

@@ -12,7 +12,9 @@ gateways (double-billed cached tokens):
 - `gemini`: `promptTokenCount` INCLUDES `cachedContentTokenCount`; no write count (explicit caches
   bill storage instead);
 - `deepseek`: `prompt_tokens` = `prompt_cache_hit_tokens` + `prompt_cache_miss_tokens`; no write count
-  (misses build the cache at no premium).
+  (misses build the cache at no premium);
+- `bedrock` (Converse): `inputTokens` EXCLUDES both, like Anthropic's: reads are `cacheReadInputTokens`,
+  writes `cacheWriteInputTokens` (split by TTL in `cacheDetails [{ttl: 5m|1h, inputTokens}]`).
 
 Neutral counts (the contract's usage record): `input_tokens` is every prompt token, read from or
 written to a provider cache or neither; `cached_input_tokens` the part read from the cache;
@@ -35,7 +37,8 @@ OPENAI_RESPONSES = "openai_responses"
 ANTHROPIC = "anthropic"
 GEMINI = "gemini"
 DEEPSEEK = "deepseek"
-DIALECTS = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, DEEPSEEK)
+BEDROCK = "bedrock"
+DIALECTS = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, DEEPSEEK, BEDROCK)
 
 
 @dataclass(slots=True, frozen=True)
@@ -160,12 +163,26 @@ def _deepseek(u: Mapping[str, Any]) -> NormalizedUsage:
                   _n(u.get("total_tokens")))
 
 
+def _bedrock(u: Mapping[str, Any]) -> NormalizedUsage:
+    # Converse's inputTokens is what was neither read nor written (input = inputTokens + read + write).
+    read, write = _n(u.get("cacheReadInputTokens")), _n(u.get("cacheWriteInputTokens"))
+    raw = u.get("cacheDetails")
+    details: list[Any] = raw if isinstance(raw, list) else []
+    hour = sum(_n(d.get("inputTokens")) for d in details if isinstance(d, Mapping) and d.get("ttl") == "1h")
+    if not write and details:
+        write = sum(_n(d.get("inputTokens")) for d in details if isinstance(d, Mapping))
+    prompt = _n(u.get("inputTokens")) + read + write
+    output = _n(u.get("outputTokens"))
+    return _build(prompt, read, write, hour, output, 0, prompt + output)
+
+
 _READERS: dict[str, Callable[[Mapping[str, Any]], NormalizedUsage]] = {
     OPENAI_CHAT: _openai_chat,
     OPENAI_RESPONSES: _openai_responses,
     ANTHROPIC: _anthropic,
     GEMINI: _gemini,
     DEEPSEEK: _deepseek,
+    BEDROCK: _bedrock,
 }
 
 
@@ -188,6 +205,8 @@ def sniff_dialect(usage_raw: Mapping[str, Any] | None) -> str | None:
         return None
     if "promptTokenCount" in usage_raw or "candidatesTokenCount" in usage_raw or "totalTokenCount" in usage_raw:
         return GEMINI
+    if "inputTokens" in usage_raw or "outputTokens" in usage_raw:
+        return BEDROCK
     if "prompt_cache_hit_tokens" in usage_raw or "prompt_cache_miss_tokens" in usage_raw:
         return DEEPSEEK
     if "prompt_tokens" in usage_raw or "completion_tokens" in usage_raw:
@@ -207,6 +226,7 @@ _PROTOCOL_DIALECT = {
     "anthropic_messages": ANTHROPIC,
     "anthropic": ANTHROPIC,
     "gemini": GEMINI,
+    "bedrock_converse": BEDROCK,
 }
 
 

@@ -69,7 +69,8 @@ _DATED = (
     re.compile(r"-(preview|exp)-\d{2}-\d{2}$"),  # gemini-2.5-flash-preview-05-20
 )
 _PREFIX_FIRST = {"gemini": "gemini/", "deepseek": "deepseek/"}
-_KNOWN_PREFIXES = ("openai/", "anthropic/", "gemini/", "deepseek/", "vllm/", "models/")
+_KNOWN_PREFIXES = ("openai/", "anthropic/", "gemini/", "deepseek/", "vllm/", "models/", "azure/", "vertex_ai/",
+                   "bedrock/")
 _TIER = re.compile(r"^input_cost_per_token_above_(\d+)k_tokens$")
 
 

@@ -42,7 +42,7 @@ LAYER = "response"
 # Finish reasons of a complete answer worth replaying. `length` only with `cache_truncated`;
 # `content_filter` and anything unknown are never stored (they may not repeat).
 STORABLE_FINISH = frozenset({"stop", "tool_calls"})
-_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate"})
+_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate", "converse"})
 
 
 @dataclass(eq=False)

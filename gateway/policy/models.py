@@ -96,7 +96,7 @@ def _model_name(value: str) -> str:
 ModelName = Annotated[str, AfterValidator(_model_name),
                       WithJsonSchema({"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$"})]
 
-Route = Literal["chat", "responses", "messages", "generate", "embeddings"]
+Route = Literal["chat", "responses", "messages", "generate", "converse", "embeddings"]
 
 
 class _Strict(BaseModel):
@@ -196,6 +196,8 @@ class ProviderCachePolicy(_Strict):
     anthropic: AnthropicCachePolicy = AnthropicCachePolicy()
     gemini: GeminiCachePolicy = GeminiCachePolicy()
     openai: OpenAICachePolicy = OpenAICachePolicy()
+    bedrock: AnthropicCachePolicy | None = Field(
+        None, description="Bedrock cachePoint blocks (placed by the Anthropic rule); unset: the anthropic block's.")
     learn: bool = Field(
         True, description="Decide cache writes from what the vendors reported for earlier writes of the same "
                           "prompt template (stop writing a prefix whose writes are never read back); false: "

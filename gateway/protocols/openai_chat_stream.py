@@ -81,7 +81,9 @@ class ChatStreamParser(ParserBase):
         if err:
             self._error = err if isinstance(err, dict) else {"message": str(err)}
             return
-        if not self._started:
+        if not self._started and (obj.get("model") or obj.get("choices")):
+            # Azure opens with a prompt-annotation chunk (`model: ""`, `choices: []`): the stream starts at
+            # the first chunk that names the model or carries a choice.
             self._started = True
             out.append(Start(model=obj.get("model") or ""))
             self._meta(obj)  # the same on every chunk: read on the first and the last only

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway import metrics
 from gateway.provider_cache import anthropic, gemini, openai
+from gateway.provider_cache.cache_api import CacheApi, GeminiApi
 from gateway.provider_cache.outcomes import NONE, Evidence
 from gateway.provider_cache.tables import gpt_breakpoints, min_tokens
 
@@ -29,26 +30,46 @@ async def _none() -> Evidence:
 
 
 class AnthropicCache:
+    """`cache_control` breakpoints. The hooks (`provider`, `policy`, `minimum`, `view`, `apply`) let a vendor
+    whose cache follows Anthropic's rules on another wire shape (Bedrock's cachePoint blocks) reuse it."""
+
     protocols = frozenset({"anthropic_messages"})
     writes_are_objects = False
+    provider = "anthropic"
+
+    def policy(self, ctx: RequestContext) -> Any:
+        return ctx.policy.provider_cache.anthropic  # type: ignore[union-attr]
 
     def enabled(self, ctx: RequestContext) -> bool:
-        return ctx.policy is not None and ctx.policy.provider_cache.anthropic.enabled
+        return ctx.policy is not None and self.policy(ctx).enabled
+
+    def minimum(self, model: str) -> int:
+        return min_tokens("anthropic", model)
+
+    def view(self, body: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """The body as Anthropic's placement reads it, and what `apply` needs to map markers back."""
+        return body, None
+
+    def apply(self, ctx: RequestContext, original: dict[str, Any], view: dict[str, Any], placed: dict[str, Any],
+              where: Any) -> dict[str, Any]:
+        return placed
 
     async def decide(self, stage: ProviderCacheStage, ctx: RequestContext, lay: Layout) -> None:
         _, _, template, conversation, evidence = await stage.read_stats(ctx, lay)
         gate = evidence.gate()
         original = ctx.upstream_body
-        minimum = min_tokens("anthropic", ctx.model)
-        if gate == "skip_unread" and original.get("cache_control") is None:
+        view, where = self.view(original)
+        minimum = self.minimum(ctx.model)
+        provider = self.provider
+        if gate == "skip_unread" and view.get("cache_control") is None:
             stage.conversation_seen(ctx, None)
             stage.gated(ctx, gate)
-            stage.decided(ctx, "anthropic", "skip_unread", {"evidence": evidence.as_record(), "min_tokens": minimum})
+            stage.decided(ctx, provider, "skip_unread", {"evidence": evidence.as_record(), "min_tokens": minimum})
             return
-        body, plan = anthropic.place(original, lay.stable_end, minimum,
-                                     ctx.policy.provider_cache.anthropic.ttl,  # type: ignore[union-attr]
-                                     stage.prices("anthropic", "anthropic", ctx.model), template, conversation,
-                                     stage.counter, evidence)
+        placed, plan = anthropic.place(view, lay.stable_end, minimum, self.policy(ctx).ttl,
+                                       stage.prices(ctx.provider, "anthropic", ctx.model), template, conversation,
+                                       stage.counter, evidence)
+        body = self.apply(ctx, original, view, placed, where)
         if body is not original:
             stage.keep_original(ctx, original)
             ctx.upstream_body = body
@@ -62,7 +83,7 @@ class AnthropicCache:
         record = plan.as_record()
         record["evidence"] = evidence.as_record()
         record["gate"] = gate
-        stage.decided(ctx, "anthropic", plan.decision, record)
+        stage.decided(ctx, provider, plan.decision, record)
 
 
 class OpenAICache:
@@ -114,27 +135,35 @@ class OpenAICache:
 
 
 class GeminiCache:
+    """Explicit CachedContent objects. `api` says where a cache lives and how to reach it: the Gemini API with
+    the upstream key, or (Vertex AI's plug-in) one Vertex location with the gateway's access token."""
+
     protocols = frozenset({"gemini"})
     writes_are_objects = True  # a write is a CachedContent the gateway created, a read one it used
+    provider = "gemini"
 
     def enabled(self, ctx: RequestContext) -> bool:
         return ctx.policy is not None and ctx.policy.provider_cache.gemini.enabled
 
+    def api(self, ctx: RequestContext) -> CacheApi | None:
+        return GeminiApi(ctx.upstream_base_url, ctx.upstream_key) if ctx.upstream_key else None
+
     async def decide(self, stage: ProviderCacheStage, ctx: RequestContext, lay: Layout) -> None:
         body = ctx.upstream_body
+        provider = self.provider
         if body.get("cachedContent"):
-            stage.decided(ctx, "gemini", "client_cache", {})
+            stage.decided(ctx, provider, "client_cache", {})
             return
-        api_key = ctx.upstream_key
-        if not api_key:
-            stage.decided(ctx, "gemini", "skip_no_key", {})
+        api = self.api(ctx)
+        if api is None:
+            stage.decided(ctx, provider, "skip_no_key", {})
             return
         pol = ctx.policy.provider_cache.gemini  # type: ignore[union-attr]
-        minimum = min_tokens("gemini", ctx.model)
-        prefix, tokens = gemini.choose_prefix(body, ctx.model, gemini.key_fingerprint(api_key), lay.stable_end,
-                                              minimum, stage.counter)
+        model = ctx.vendor.upstream_model(ctx.model) if ctx.vendor is not None else ctx.model  # `vertex_ai/` off
+        minimum = min_tokens("gemini", model)
+        prefix, tokens = gemini.choose_prefix(body, model, api.scope, lay.stable_end, minimum, stage.counter)
         if prefix is None:
-            stage.decided(ctx, "gemini", "skip_min", {"prefix_tokens": tokens, "min_tokens": minimum})
+            stage.decided(ctx, provider, "skip_min", {"prefix_tokens": tokens, "min_tokens": minimum})
             return
         okey = stage.evidence_key(ctx)
         stage.state(ctx)["outcome_key"] = okey
@@ -143,7 +172,7 @@ class GeminiCache:
                                                        stage.outcomes.read(okey) if okey else _none())
         stats = found[0]
         stage.stats.record(ctx.tenant, prefix.cache_id, stats)
-        prices = stage.prices("gemini", "gemini", ctx.model)
+        prices = stage.prices(ctx.provider, "gemini", ctx.model)
         gate = evidence.gate()
         rec: dict[str, Any] = {"prefix_tokens": prefix.tokens, "min_tokens": minimum, "gate": gate,
                                "leading_contents": prefix.leading, "stats": stats.as_record(),
@@ -151,7 +180,7 @@ class GeminiCache:
         decision = "reuse"
         storage_usd = 0.0
         if handle is not None:
-            handle, hours = await stage.gemini.extend(ctx.tenant, prefix, handle, api_key, pol.ttl)
+            handle, hours = await stage.gemini.extend(ctx.tenant, prefix, handle, "", pol.ttl, api=api)
             if hours:
                 decision = "extend"
                 storage_usd = handle["tokens"] * hours * prices.storage_hour if handle else 0.0
@@ -160,21 +189,20 @@ class GeminiCache:
             # the first half's cache shows by itself whether it is used.
             if gate in ("skip_unread", "probe2"):
                 stage.gated(ctx, gate)
-                stage.decided(ctx, "gemini", "skip_unread", rec)
+                stage.decided(ctx, provider, "skip_unread", rec)
                 return
             observed = evidence.observed_reuses("short")
             d = stage.gemini.break_even(prefix, prices, stats, pol.ttl, pol.min_expected_reuses, observed)
             rec["breakeven"] = d.as_record()
             if not d.cache:
-                stage.decided(ctx, "gemini", "skip_breakeven", rec)
+                stage.decided(ctx, provider, "skip_breakeven", rec)
                 return
             if ctx.no_store:
-                stage.decided(ctx, "gemini", "skip_no_store", rec)
+                stage.decided(ctx, provider, "skip_no_store", rec)
                 return
-            handle, outcome = await stage.gemini.create(ctx.tenant, prefix, ctx.model, ctx.upstream_base_url, api_key,
-                                                       pol.ttl)
+            handle, outcome = await stage.gemini.create(ctx.tenant, prefix, model, "", "", pol.ttl, api=api)
             if handle is None:
-                stage.decided(ctx, "gemini", "skip_" + outcome, rec)
+                stage.decided(ctx, provider, "skip_" + outcome, rec)
                 return
             decision = "create" if outcome == "created" else "reuse"
             if outcome == "created":
@@ -183,12 +211,12 @@ class GeminiCache:
                                                   + prices.input)
         stage.gated(ctx, gate)
         stage.state(ctx)["gemini_outcome"] = decision
-        stage.use_gemini(ctx, prefix, handle)
+        stage.use_gemini(ctx, prefix, handle, api)
         rec["cache_name"] = handle["name"]
         if storage_usd:
             ctx.record["storage_cost_usd"] = ctx.record.get("storage_cost_usd", 0.0) + storage_usd
             ctx.record["provider_cache_storage_usd"] = storage_usd
-        stage.decided(ctx, "gemini", decision, rec)
+        stage.decided(ctx, provider, decision, rec)
 
 
 ANTHROPIC_CACHE = AnthropicCache()

@@ -29,7 +29,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -40,6 +40,7 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.pipeline import Hit, Stage
 from gateway.provider_cache import gemini
+from gateway.provider_cache.cache_api import CacheApi, VertexApi
 from gateway.provider_cache.family import ensure_family
 from gateway.provider_cache.outcomes import NONE, Evidence, Outcome, OutcomeStore, outcome_key
 from gateway.provider_cache.stats import EMPTY, PrefixStats, StatsStore
@@ -85,6 +86,9 @@ class ProviderCacheStage(Stage):
         self.gemini = gemini.GeminiCaches(store, lambda: self.clients.session("gemini"), timeout_s=create_timeout_s,
                                           store_timeout_s=store_timeout, clock=clock)
         self._prices_ready = prices is not None and getattr(prices, "_map", None) is not None
+        # The gateway's Vertex AI access tokens, set by the assembly when Vertex is configured: the purge
+        # deletes the tenant's Vertex caches with them, each in its own location.
+        self.vertex_token: Callable[[], Awaitable[str]] | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -119,14 +123,15 @@ class ProviderCacheStage(Stage):
             ctx.record["provider_cache"] = {"provider": ctx.provider, "decision": "skip_short"}
             return None  # most chat requests: far too short for any vendor cache, so nothing to decide
         protocol = ctx.upstream_adapter.name
+        plugin = ctx.vendor.provider_cache if ctx.vendor is not None else None
         lay = ctx.rewrite
         if not isinstance(lay, Layout):
             mod = module_for(protocol)
-            if mod is None:
+            own = getattr(plugin, "layout", None)  # a plug-in for a protocol the rewrite layer does not know
+            if mod is None and own is None:
                 return None
-            lay = mod.layout(ctx.upstream_body)
+            lay = mod.layout(ctx.upstream_body) if mod is not None else own(ctx.upstream_body)  # type: ignore[misc]
             ctx.record.setdefault("prefix_hash", lay.prefix_hash)
-        plugin = ctx.vendor.provider_cache if ctx.vendor is not None else None
         if plugin is not None and protocol in plugin.protocols and plugin.enabled(ctx):
             await plugin.decide(self, ctx, lay)
         return None
@@ -200,12 +205,15 @@ class ProviderCacheStage(Stage):
                               usage.cache_creation_input_tokens, usage.cached_input_tokens)
         await self.outcomes.record(state["outcome_key"], outcome)
 
-    def use_gemini(self, ctx: RequestContext, prefix: gemini.Prefix, handle: dict[str, Any]) -> None:
+    def use_gemini(self, ctx: RequestContext, prefix: gemini.Prefix, handle: dict[str, Any],
+                   api: CacheApi | None = None) -> None:
         state = ctx.scratch.setdefault(SCRATCH, {})
-        state.setdefault("gemini", {"prefix": prefix, "body": ctx.upstream_body, "path": ctx.upstream_path})
+        state.setdefault("gemini", {"prefix": prefix, "body": ctx.upstream_body, "path": ctx.upstream_path,
+                                    "api": api})
         original = state["gemini"]
         ctx.upstream_body = gemini.reference(original["body"], prefix, handle["name"])
-        ctx.upstream_path = gemini.v1beta_path(original["path"])
+        if not isinstance(api, VertexApi):  # Vertex AI's v1 serves context caches; the Gemini API's v1beta
+            ctx.upstream_path = gemini.v1beta_path(original["path"])
 
     # ---- recovery --------------------------------------------------------------------------------
     async def on_upstream_error(self, ctx: RequestContext, status: int, body: Any) -> bool:
@@ -223,19 +231,19 @@ class ProviderCacheStage(Stage):
             prefix: gemini.Prefix = g["prefix"]
             await self.gemini.forget(ctx.tenant, prefix.cache_id)
             ctx.upstream_body, ctx.upstream_path = g["body"], g["path"]
-            api_key = ctx.upstream_key or ""
+            api = g.get("api")
             pol = ctx.policy.provider_cache.gemini if ctx.policy is not None else None
             handle: dict[str, Any] | None = None
-            if api_key and pol is not None:
+            if api is not None and pol is not None:
                 try:
-                    handle, _ = await self.gemini.create(ctx.tenant, prefix, ctx.model, ctx.upstream_base_url,
-                                                               api_key, pol.ttl)
+                    model = ctx.vendor.upstream_model(ctx.model) if ctx.vendor is not None else ctx.model
+                    handle, _ = await self.gemini.create(ctx.tenant, prefix, model, "", "", pol.ttl, api=api)
                 except StoreUnavailable:
                     handle = None
             if handle is not None:
-                self.use_gemini(ctx, prefix, handle)
+                self.use_gemini(ctx, prefix, handle, api)
             decision = "recreate" if handle is not None else "recover_plain"
-            metrics.PROVIDER_CACHE_DECISIONS.labels("gemini", decision).inc()
+            metrics.PROVIDER_CACHE_DECISIONS.labels(ctx.provider, decision).inc()
             ctx.record.setdefault("provider_cache", {})["recovered"] = {"status": status, "outcome": decision}
             return True
         original = state.get("original")
@@ -254,7 +262,7 @@ class ProviderCacheStage(Stage):
         their handles; returns how many. Provider caches are not versioned: `version` is ignored."""
         key = self.settings.vendor_key("gemini") if hasattr(self.settings, "vendor_key") else None
         try:
-            return await self.gemini.purge(tenant, key)
+            return await self.gemini.purge(tenant, key, self.vertex_token)
         except StoreUnavailable as exc:
             raise GatewayError(503, "The store is unavailable; provider caches were not purged.") from exc
 

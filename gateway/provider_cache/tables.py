@@ -25,7 +25,7 @@ GEMINI_MIN = {
     "gemini-2.5-flash": 2048, "gemini-2.5-pro": 2048, "gemini-2.5-flash-lite": 2048,
     "gemini-3": 4096, "gemini-3.1-pro": 4096, "gemini-2.0": 4096, "gemini-1.5": 32768,
 }
-DEFAULT_MIN = {"anthropic": 1024, "gemini": 4096, "openai": 1024, "deepseek": 64}
+DEFAULT_MIN = {"anthropic": 1024, "gemini": 4096, "openai": 1024, "deepseek": 64, "bedrock": 1000}
 # Gemini answers 400 below its minimum, so a created cache gets this margin over our count (our
 # tokenizer is not Gemini's); Anthropic and OpenAI just don't cache, so no margin there.
 GEMINI_MARGIN = 1.10
@@ -37,7 +37,7 @@ def _longest_prefix(table: dict[str, int], model: str) -> int | None:
 
 
 def min_tokens(vendor: str, model: str) -> int:
-    name = model.removeprefix("models/")
+    name = model.rsplit("/", 1)[-1]  # `models/…`, and the platforms' `vertex_ai/…`
     table = {"anthropic": ANTHROPIC_MIN, "gemini": GEMINI_MIN}.get(vendor)
     found = _longest_prefix(table, name) if table else None
     return found if found is not None else DEFAULT_MIN.get(vendor, 1024)

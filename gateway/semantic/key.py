@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 CONTEXT_VERSION = 1  # bump when the material changes: older entries then simply miss
 
-_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate"})
+_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate", "converse"})
 
 # Never written, never looked up: answers to these go stale or hold personal data. Built in and
 # always on; a tenant adds its own through `semantic_cache.exclude_patterns`.

@@ -51,7 +51,9 @@ class Upstream:
 
     @property
     def is_event_stream(self) -> bool:
-        return self.headers.get("content-type", "").startswith("text/event-stream")
+        # SSE, or AWS event-stream frames (Bedrock ConverseStream)
+        return self.headers.get("content-type", "").startswith(("text/event-stream",
+                                                                "application/vnd.amazon.eventstream"))
 
     def release(self) -> None:
         self.response.release()

@@ -7,7 +7,7 @@ vLLM pool and the config file's OpenAI-compatible upstreams are matched before t
 from __future__ import annotations
 
 from gateway.accounting.normalize import register_reader
-from gateway.vendors import anthropic, deepseek, gemini, mistral, openai, vllm
+from gateway.vendors import anthropic, azure, bedrock, deepseek, gemini, mistral, openai, vertex, vllm
 from gateway.vendors.spec import VendorSpec
 
 BUILTIN: tuple[VendorSpec, ...] = (
@@ -17,6 +17,9 @@ BUILTIN: tuple[VendorSpec, ...] = (
     deepseek.SPEC,
     mistral.SPEC,
     openai.SPEC,
+    azure.SPEC,
+    vertex.SPEC,
+    bedrock.SPEC,
 )
 
 VENDORS: dict[str, VendorSpec] = {spec.name: spec for spec in BUILTIN}

@@ -108,6 +108,10 @@ class VendorSpec:
     provider_cache: ProviderCachePlugin | None = None
     lint: LintHints = LintHints()
     owns_path: Callable[[str], bool] | None = None  # the gateway paths that answer in its error shape
+    # Called last by the protocol adapter stage, with the settings: where a request goes when that depends on
+    # more than the model (a cloud platform's region or location, a deployment path), and a clear refusal when
+    # the vendor is not configured.
+    prepare: Callable[[RequestContext, Any], None] | None = None
     configured: bool = False  # declared in the config file (`upstreams:`), not built in
 
     def serves(self, model: str) -> bool:

@@ -29,7 +29,9 @@ def test_every_builtin_vendor_is_declared_once_with_its_environment() -> None:
     assert len(names) == len(set(names)) and set(names) >= {"openai", "anthropic", "gemini", "deepseek", "vllm"}
     for spec in registry.BUILTIN:
         assert spec.speaks and all(p in spec.native_paths for p in spec.speaks), spec.name
-        if not spec.pooled:
+        if spec.prepare is not None:  # a cloud platform: configured by its own settings, its root per region
+            assert spec.route_prefix and spec.base_url_env, spec.name
+        elif not spec.pooled:
             assert spec.key_env and spec.base_url_env and spec.default_base_url.startswith("https://"), spec.name
 
 
