@@ -14,7 +14,8 @@ import pytest
 
 from gateway_dev.emulators import EmulatorSet
 from gateway_dev.localrun import LocalGateway
-from tests.platforms.conftest import AZURE_KEY, KEYS, usage_records
+
+from .conftest import AZURE_KEY, KEYS, usage_records
 
 pytestmark = pytest.mark.timeout(120)
 VERSION = "2024-10-21"

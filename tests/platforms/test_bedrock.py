@@ -20,7 +20,8 @@ from botocore.exceptions import ClientError
 
 from gateway_dev.emulators import EmulatorSet
 from gateway_dev.localrun import LocalGateway
-from tests.platforms.conftest import AWS_KEY_ID, KEYS, REGION, usage_records
+
+from .conftest import AWS_KEY_ID, KEYS, REGION, usage_records
 
 pytestmark = pytest.mark.timeout(120)
 MODEL = "anthropic.claude-sonnet-4-20250514-v1:0"

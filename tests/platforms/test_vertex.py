@@ -21,7 +21,8 @@ from google.oauth2.credentials import Credentials
 
 from gateway_dev.emulators import EmulatorSet
 from gateway_dev.localrun import LocalGateway
-from tests.platforms.conftest import KEYS, PROJECT, TENANTS, usage_records
+
+from .conftest import KEYS, PROJECT, TENANTS, usage_records
 
 pytestmark = pytest.mark.timeout(180)
 MODEL = "gemini-2.5-flash"

@@ -15,7 +15,8 @@ from gateway.answer import Answer, ToolCall
 from gateway.protocols import get_adapter
 from gateway.protocols.usage import usage_for
 from gateway_dev.emulators import EmulatorSet
-from tests.protocols.test_eventstream import _botocore_events
+
+from .test_eventstream import _botocore_events
 
 pytestmark = pytest.mark.timeout(60)
 MODEL = "anthropic.claude-sonnet-4-20250514-v1%3A0"

@@ -18,7 +18,8 @@ from gateway.signing.vertex_token import VertexTokenProvider
 from gateway.stores import KVStore
 from gateway_dev.emulators import EmulatorSet
 from gateway_dev.emulators.vertex_auth import make_service_account
-from tests.provider_cache.test_gemini import body
+
+from .test_gemini import body
 
 MODEL = "gemini-2.5-flash"
 PROJECT = "gw-project"
