@@ -70,3 +70,16 @@ def test_quick_runs_skip_what_has_no_quick_size(tmp_path: Path) -> None:
     with open(tmp_path / "log", "w") as log:
         bench_all.run_one(b, True, tmp_path, 300, log)
     assert b.result["status"] == "skipped"
+
+
+def test_exit_code_is_non_zero_when_a_benchmark_misses_a_target_or_fails() -> None:
+    ok = _bench("core")
+    assert bench_all.exit_code([ok]) == 0
+    assert bench_all.exit_code([ok, _bench("routing", status="verdict", rc=1, output="[FAIL] x")]) == 1
+    assert bench_all.exit_code([ok, _bench("usage", status="failed", rc=2)]) == 1
+    assert bench_all.exit_code([ok, _bench("semantic-qqp", status="skipped")]) == 0
+
+
+def test_quick_routing_run_claims_no_targets() -> None:
+    routing = next(b for b in bench_all.benchmarks() if b.id == "routing")
+    assert "--no-targets" in routing.args(quick=True) and "--no-targets" not in routing.args(quick=False)
