@@ -162,6 +162,7 @@ class Router:
         ctx.replica = replica.name
         ctx.record["replica"] = replica.name
         ctx.record["route_reason"] = decision.reason
+        ctx.record["engine"] = replica.engine
 
 
 class RouteStage(Stage):

@@ -31,6 +31,7 @@ from gateway_dev.emulators.clock import Clock
 from gateway_dev.emulators.faults import Faults
 from gateway_dev.emulators.latency import LatencyModel, parse_latency
 from gateway_dev.emulators.platform_app import PlatformEmulators
+from gateway_dev.emulators.sglang_app import SGLangReplica
 from gateway_dev.emulators.tokens import get_tokenizer
 from gateway_dev.emulators.vendor import VendorEmulators
 from gateway_dev.emulators.vllm_app import VLLMConfig, VLLMReplica
@@ -78,7 +79,10 @@ class EmulatorSet:
         configs = vllm_configs or [_copy(vllm) for _ in range(vllm_replicas)]
         self.faults = Faults(len(configs))
         self.vendors = VendorEmulators(self.state, self.faults)
-        self.replicas = [VLLMReplica(self.state, self.faults.vllm[i], c, index=i) for i, c in enumerate(configs)]
+        # Engine replicas, each of its config's engine (vLLM or SGLang); `vllm_urls` lists them all, in order.
+        self.replicas = [(SGLangReplica if c.engine == "sglang" else VLLMReplica)(self.state, self.faults.vllm[i], c,
+                                                                                   index=i)
+                         for i, c in enumerate(configs)]
         # Azure OpenAI, Vertex AI and Bedrock on a port of their own (another host each in production).
         self.platforms = PlatformEmulators(self.state)
         self._platform_port = platform_port
@@ -155,6 +159,10 @@ class EmulatorSet:
     @property
     def vllm_urls(self) -> list[str]:
         return [f"http://{self.host}:{p}" for p in self.vllm_ports]
+
+    @property
+    def sglang_urls(self) -> list[str]:
+        return [u for u, r in zip(self.vllm_urls, self.replicas, strict=True) if r.config.engine == "sglang"]
 
     @property
     def vllm_ports(self) -> list[int]:
@@ -262,6 +270,7 @@ class EmulatorSet:
         return {"vendor_url": self.vendor_url, "openai_base_url": self.openai_base_url,
                 "anthropic_base_url": self.anthropic_base_url, "gemini_base_url": self.gemini_base_url,
                 "deepseek_base_url": self.deepseek_base_url, "vllm_urls": self.vllm_urls,
+                "sglang_urls": self.sglang_urls,
                 "platform_url": self.platform_url}
 
 

@@ -53,6 +53,12 @@ class VLLMConfig:
     max_num_seqs: int = 256
     max_model_len: int = 32768
     api_key: str | None = None  # vLLM's --api-key; None: no auth, like a default vLLM
+    engine: str = "vllm"  # "vllm" | "sglang" (sglang_app.py: radix-tree cache, SGLang's surface and metrics)
+    # The replica's prefill compute is one shared lane: uncached prompt tokens of concurrent requests are
+    # computed one request after another (a GPU has one set of SMs), so a busy replica's TTFT grows with its
+    # load. Off: every request prefills as if alone (only `max_num_seqs` queueing costs).
+    shared_prefill: bool = False
+    enable_cache_report: bool = False  # SGLang's --enable-cache-report (vLLM always reports cached_tokens)
 
 
 # The hot path skips pydantic: the top-level fields it reads are checked against the exact JSON types it can
@@ -103,12 +109,32 @@ class VLLMReplica:
         self.state, self.faults, self.index = state, faults, index
         self.config = config or VLLMConfig()
         self.name = f"vllm{index}"
-        self.kv = KVCacheManager(self.config.kv_capacity_blocks, self.config.block_size)
+        self.kv = self._new_cache()
         self.max_model_len = min(self.config.max_model_len, self.config.kv_capacity_blocks * self.config.block_size)
+        self._lane = 0.0  # when the shared prefill lane is next free (monotonic seconds)
         self.running = 0
         self.waiting: deque[_Seq] = deque()
-        self.metrics = ReplicaMetrics(self)
+        self.metrics = self._new_metrics()
         self.app = self._build_app()
+
+    def _new_cache(self) -> Any:
+        return KVCacheManager(self.config.kv_capacity_blocks, self.config.block_size)
+
+    def _new_seq(self, prompt: list[int], body: dict[str, Any], n_out: int) -> _Seq:
+        return _Seq(prompt, self.kv.block_hashes(prompt, body.get("cache_salt")),
+                    self.kv.blocks_needed(len(prompt) + n_out))
+
+    def _report_cached(self, usage: dict[str, Any], seq: _Seq) -> None:
+        usage["prompt_tokens_details"]["cached_tokens"] = seq.hit_tokens
+
+    async def _prefill_wait(self, latency: Any, uncached: int, cached: int) -> None:
+        if not self.config.shared_prefill:
+            await pause(latency.ttft(uncached, cached))
+            return
+        now = time.monotonic()
+        start = max(now, self._lane)
+        self._lane = start + uncached * latency.prefill_per_token_s
+        await pause(self._lane - now + latency.ttft(0, cached))
 
     # -- scheduler ------------------------------------------------------------------------------------
     def _try_admit(self, seq: _Seq) -> bool:
@@ -154,7 +180,10 @@ class VLLMReplica:
     def reset(self) -> None:
         """Drop the prefix cache and the stats (a restarted replica)."""
         self.kv.reset()
-        self.metrics = ReplicaMetrics(self)
+        self.metrics = self._new_metrics()
+
+    def _new_metrics(self) -> Any:
+        return ReplicaMetrics(self)
 
     # -- HTTP -----------------------------------------------------------------------------------------
     def _key_of(self, request: Request) -> str | None:
@@ -223,7 +252,7 @@ class VLLMReplica:
                                 "the completion). Please reduce the length of the messages or completion.",
                                 param="messages" if chat else "prompt")
         arrival = time.monotonic()
-        seq = _Seq(prompt, self.kv.block_hashes(prompt, body.get("cache_salt")), self.kv.blocks_needed(n_in + n_out))
+        seq = self._new_seq(prompt, body, n_out)
         usage: dict[str, Any] = {"prompt_tokens": n_in, "total_tokens": n_in + n_out, "completion_tokens": n_out,
                                  "prompt_tokens_details": {"cached_tokens": 0}}
         outcome = ChatOutcome(new_id("chatcmpl-" if chat else "cmpl-", 32), model, int(time.time()), [g], usage)
@@ -234,8 +263,8 @@ class VLLMReplica:
             nonlocal admitted
             await self.admit(seq)
             admitted = True
-            usage["prompt_tokens_details"]["cached_tokens"] = seq.hit_tokens
-            await pause(latency.ttft(n_in - seq.hit_tokens, seq.hit_tokens))
+            self._report_cached(usage, seq)
+            await self._prefill_wait(latency, n_in - seq.hit_tokens, seq.hit_tokens)
             self.metrics.first_token(time.monotonic() - arrival)
 
         def finish(completed: bool = True) -> None:
@@ -317,6 +346,9 @@ class VLLMReplica:
         body, ctype = self.metrics.render()
         return Response(body, media_type=ctype)
 
+    def _extra_routes(self) -> list[Route]:
+        return []
+
     def _build_app(self) -> FastApp:
         def unauthorized(exc: Exception) -> EmulatorResponse:
             return json_response({"error": "Unauthorized"}, status=401)
@@ -336,6 +368,7 @@ class VLLMReplica:
             Route("/health", self.health, methods=["GET"]),
             Route("/metrics", self.metrics_endpoint, methods=["GET"]),
             Route("/version", self.version, methods=["GET"]),
+            *self._extra_routes(),
             *[Route(path, handler, methods=[method]) for (method, path), handler in hot.items()],
             *admin_routes(self.state, lambda: {self.name: self.faults}, replica=self),
         ]
