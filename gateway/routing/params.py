@@ -31,6 +31,13 @@ class RoutingParams(BaseModel):
     balance_abs: float = Field(6, ge=0)
     balance_rel: float = Field(1.5, ge=1)
 
+    # ---- KV events (precise mode, kv_events.py): vLLM's ZMQ stream of the blocks each replica holds ----
+    # Endpoints per replica (name host:port -> "tcp://host:5557"), or `kv_events_port` on each replica's host
+    # (a pod's --kv-events-config endpoint). Neither: the prediction alone.
+    kv_events_endpoints: dict[str, str] = Field(default_factory=dict)
+    kv_events_port: int | None = Field(None, ge=1, le=65535)
+    kv_events_stale_s: float = Field(2.0, gt=0)  # a request placed this long without a batch: stream stopped
+
     # ---- session affinity ----
     session_affinity: bool = True
     session_ttl: float = Field(3600.0, gt=0)  # idle seconds before a session's binding is forgotten

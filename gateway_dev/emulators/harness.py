@@ -246,6 +246,9 @@ class EmulatorSet:
         for s in servers:
             self._shutdown(s, abrupt=False)
         self._loop.call_soon_threadsafe(self._loop.stop)
+        for replica in self.replicas:
+            if replica.events is not None:
+                replica.events.close()
         self._thread.join(timeout=10)
         self._loop.close()
         self._thread = self._loop = None
@@ -271,6 +274,7 @@ class EmulatorSet:
                 "anthropic_base_url": self.anthropic_base_url, "gemini_base_url": self.gemini_base_url,
                 "deepseek_base_url": self.deepseek_base_url, "vllm_urls": self.vllm_urls,
                 "sglang_urls": self.sglang_urls,
+                "kv_events_endpoints": [r.kv_events_endpoint for r in self.replicas],
                 "platform_url": self.platform_url}
 
 

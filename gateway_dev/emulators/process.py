@@ -85,6 +85,10 @@ class EmulatorProcess:
         return list(self.info["vllm_urls"])
 
     @property
+    def kv_events_endpoints(self) -> list[str | None]:
+        return list(self.info.get("kv_events_endpoints", []))
+
+    @property
     def sglang_urls(self) -> list[str]:
         return list(self.info.get("sglang_urls", []))
 

@@ -29,7 +29,7 @@ def run(port: int, vllm_replicas: int, host: str = "127.0.0.1", *, latency: str 
         max_model_len: int | None = None, served_model_names: list[str] | None = None,
         output_tokens: int | None = None, valid_keys: list[str] | None = None, frozen_clock: bool = False,
         platform_port: int = 0, sglang_replicas: int = 0, shared_prefill: bool = False,
-        enable_cache_report: bool = False,
+        enable_cache_report: bool = False, kv_events: bool = False,
         ready: threading.Event | None = None, stop: threading.Event | None = None,
         **latency_overrides: float) -> None:
     """Serve until SIGTERM/SIGINT (or `stop` is set). `latency` is a preset ("default", "zero", "realistic")
@@ -40,7 +40,8 @@ def run(port: int, vllm_replicas: int, host: str = "127.0.0.1", *, latency: str 
     cfg: dict[str, Any] = {"kv_capacity_blocks": kv_capacity_blocks, "block_size": block_size,
                            "max_num_seqs": max_num_seqs, "max_model_len": max_model_len,
                            "served_model_names": served_model_names, "shared_prefill": shared_prefill,
-                           "enable_cache_report": enable_cache_report}
+                           "enable_cache_report": enable_cache_report,
+                           "kv_events": "tcp://127.0.0.1:*" if kv_events else None}
     vllm = VLLMConfig(**{k: v for k, v in cfg.items() if v is not None})
     configs = [replace(vllm, served_model_names=list(vllm.served_model_names)) for _ in range(vllm_replicas)]
     configs += [replace(vllm, engine="sglang", served_model_names=list(vllm.served_model_names))
@@ -84,6 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SGLang replicas (radix cache, SGLang metrics), on the ports after the vLLM ones")
     p.add_argument("--shared-prefill", action="store_true",
                    help="concurrent prefills on a replica share one compute lane (TTFT grows with load)")
+    p.add_argument("--kv-events", action="store_true",
+                   help="vLLM replicas publish KV events over ZMQ as vLLM does (free loopback ports, listed)")
     p.add_argument("--enable-cache-report", action="store_true",
                    help="SGLang replicas report usage.prompt_tokens_details.cached_tokens (SGLang's flag)")
     p.add_argument("--latency", default=None, help='preset "default" | "zero" | "realistic", or "base=..,prefill=..'
@@ -105,7 +108,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         served_model_names=args.model, output_tokens=args.output_tokens, valid_keys=args.valid_key,
         platform_port=getattr(args, "platform_port", 0), sglang_replicas=getattr(args, "sglang_replicas", 0),
         shared_prefill=getattr(args, "shared_prefill", False),
-        enable_cache_report=getattr(args, "enable_cache_report", False),
+        enable_cache_report=getattr(args, "enable_cache_report", False), kv_events=getattr(args, "kv_events", False),
         base=args.base, prefill=args.prefill, cached=args.cached, itl=args.itl)
     return 0
 

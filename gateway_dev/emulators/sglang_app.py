@@ -109,7 +109,7 @@ class SGLangReplica(VLLMReplica):
         return json_response({"version": VERSION})
 
     def _extra_routes(self) -> list[Route]:
-        return [
+        return [*super()._extra_routes(),
             Route("/health_generate", self.health, methods=["GET"]),
             Route("/get_server_info", self.server_info, methods=["GET"]),
             Route("/server_info", self.server_info, methods=["GET"]),

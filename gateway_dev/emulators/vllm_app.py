@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -59,6 +60,9 @@ class VLLMConfig:
     # load. Off: every request prefills as if alone (only `max_num_seqs` queueing costs).
     shared_prefill: bool = False
     enable_cache_report: bool = False  # SGLang's --enable-cache-report (vLLM always reports cached_tokens)
+    # vLLM's --kv-events-config with the zmq publisher: KV events on a PUB socket (kv_events.py) bound to this
+    # endpoint ("tcp://127.0.0.1:*": a free port, see `VLLMReplica.kv_events_endpoint`). None: no events.
+    kv_events: str | None = None
 
 
 # The hot path skips pydantic: the top-level fields it reads are checked against the exact JSON types it can
@@ -115,7 +119,17 @@ class VLLMReplica:
         self.running = 0
         self.waiting: deque[_Seq] = deque()
         self.metrics = self._new_metrics()
+        self.events: Any = None
+        if self.config.kv_events and self.config.engine == "vllm":
+            from gateway_dev.emulators.kv_events import KVEventPublisher
+
+            self.events = KVEventPublisher(self.config.kv_events)
+            self.kv.sink = self.events.add
         self.app = self._build_app()
+
+    @property
+    def kv_events_endpoint(self) -> str | None:
+        return self.events.endpoint if self.events is not None else None
 
     def _new_cache(self) -> Any:
         return KVCacheManager(self.config.kv_capacity_blocks, self.config.block_size)
@@ -143,9 +157,11 @@ class VLLMReplica:
         hit = self.kv.hit_blocks(seq.hashes, len(seq.prompt))
         if not self.kv.can_allocate(seq.hashes, hit, seq.total_blocks):
             return False
-        seq.blocks = self.kv.allocate(seq.hashes, hit, seq.total_blocks, len(seq.prompt))
+        seq.blocks = self.kv.allocate(seq.hashes, hit, seq.total_blocks, len(seq.prompt), seq.prompt)
         seq.hit_tokens = hit * self.config.block_size
         self.running += 1
+        if self.events is not None:
+            self.events.flush()
         return True
 
     async def admit(self, seq: _Seq) -> None:
@@ -168,8 +184,11 @@ class VLLMReplica:
             start = len(seq.prompt) // self.config.block_size
             parent = seq.hashes[start - 1] if start else 0
             hashes = self.kv.block_hashes(full, parent=parent, start_block=start)
-            self.kv.cache_full_blocks(seq.blocks[start:], hashes)
+            self.kv.cache_full_blocks(seq.blocks[start:], hashes, parent or None,
+                                      full[start * self.config.block_size:])
         self.kv.release(seq.blocks)
+        if self.events is not None:
+            self.events.flush()
         seq.blocks = []
         self.running -= 1
         while self.waiting and self._try_admit(self.waiting[0]):
@@ -181,6 +200,8 @@ class VLLMReplica:
         """Drop the prefix cache and the stats (a restarted replica)."""
         self.kv.reset()
         self.metrics = self._new_metrics()
+        if self.events is not None:
+            self.events.restart()
 
     def _new_metrics(self) -> Any:
         return ReplicaMetrics(self)
@@ -347,7 +368,15 @@ class VLLMReplica:
         return Response(body, media_type=ctype)
 
     def _extra_routes(self) -> list[Route]:
-        return []
+        return [Route("/_emulator/kv_events", self._kv_events_control, methods=["POST"])]
+
+    async def _kv_events_control(self, request: Request) -> EmulatorResponse:
+        """Test control: {"paused": true} stops the event stream (events are dropped), false resumes it."""
+        if self.events is None:
+            return json_response({"error": "this replica publishes no KV events"}, status=400)
+        body = orjson.loads(await request.body() or b"{}")
+        self.events.paused = bool(body.get("paused"))
+        return json_response({"paused": self.events.paused, "endpoint": self.events.endpoint})
 
     def _build_app(self) -> FastApp:
         def unauthorized(exc: Exception) -> EmulatorResponse:
