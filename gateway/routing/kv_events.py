@@ -18,7 +18,8 @@ request placed there has gone more than `kv_events_stale_s` without a batch foll
 stores or touches blocks, so silence means the stream stopped). A sequence number that goes back is a
 restarted engine (its blocks are forgotten, the stream is trusted again); a gap means lost batches (the
 replica is scored by the prediction until its cache starts over: a restart or AllBlocksCleared; vLLM's
-ROUTER replay socket, which could fill the gap, is not used). Otherwise the replica falls back to the prediction (prefix_index.py).
+ROUTER replay socket, which could fill the gap, is not used). Otherwise the replica falls back to the
+prediction (prefix_index.py).
 """
 
 from __future__ import annotations

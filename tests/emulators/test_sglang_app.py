@@ -18,7 +18,7 @@ def test_radix_reuses_any_prefix_token_by_token_and_caps_below_the_prompt() -> N
     node, hit = cache.admit(list(range(100)), 10)  # type: ignore[misc]
     assert hit == 0
     cache.finish(node, list(range(100)), list(range(500, 510)), 10)
-    assert cache.match(list(range(37)) + [999])[0] == 37  # not a multiple of any block size
+    assert cache.match([*list(range(37)), 999])[0] == 37  # not a multiple of any block size
     assert cache.match(list(range(100)))[0] == 99  # one token is always computed
     assert cache.match(list(range(100)) + list(range(500, 505)) + [7])[0] == 105  # the output was cached too
     assert cache.used == 0 and cache.tree_tokens == 110
@@ -26,15 +26,15 @@ def test_radix_reuses_any_prefix_token_by_token_and_caps_below_the_prompt() -> N
 
 def test_radix_evicts_unlocked_leaves_lru_and_never_a_running_prefix() -> None:
     cache = RadixCache(300)
-    a = [1] + list(range(1000, 1099))
-    b = [2] + list(range(2000, 2099))
+    a = [1, *list(range(1000, 1099))]
+    b = [2, *list(range(2000, 2099))]
     na, _ = cache.admit(a, 0)  # type: ignore[misc]
     nb, _ = cache.admit(b, 0)  # type: ignore[misc]
     cache.finish(nb, b, [], 0)  # b finished; a still runs
-    c = [3] + list(range(3000, 3199))
+    c = [3, *list(range(3000, 3199))]
     got = cache.admit(c, 0)  # needs 200: only b (unlocked) can go
     assert got is not None
-    assert cache.match(a + [0])[0] == 100 and cache.match(b + [0])[0] == 0
+    assert cache.match([*a, 0])[0] == 100 and cache.match([*b, 0])[0] == 0
     assert cache.admit([4] * 50, 0) is None  # everything left is locked: wait
     cache.finish(na, a, [], 0)
 

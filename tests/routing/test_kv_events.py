@@ -13,15 +13,15 @@ import pytest
 
 pytest.importorskip("zmq")
 
-from gateway.config import RoutingConfig  # noqa: E402
-from gateway.routing.kv_events import KVEventIndex  # noqa: E402
-from gateway.routing.pool import ReplicaPool  # noqa: E402
-from gateway.routing.router import Router  # noqa: E402
-from gateway.stores.memory import MemoryStore  # noqa: E402
-from gateway_dev.emulators.harness import EmulatorSet  # noqa: E402
-from gateway_dev.emulators.vllm_app import VLLMConfig  # noqa: E402
+from gateway.config import RoutingConfig
+from gateway.routing.kv_events import KVEventIndex
+from gateway.routing.pool import ReplicaPool
+from gateway.routing.router import Router
+from gateway.stores.memory import MemoryStore
+from gateway_dev.emulators.harness import EmulatorSet
+from gateway_dev.emulators.vllm_app import VLLMConfig
 
-from .conftest import MODEL  # noqa: E402
+from .conftest import MODEL
 
 pytestmark = pytest.mark.timeout(60)
 
