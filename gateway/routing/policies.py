@@ -33,6 +33,7 @@ class RouteRequest:
     # live; the others are scored by the prediction.
     event_share: dict[str, float] | None = None
     tokens: list[int] | None = None  # the prompt's token ids as a replica's /tokenize gave them (event mode)
+    pending: int = 0  # predicted uncached bytes on the chosen replica (set by cache_aware)
 
     def keys(self, params: RoutingParams) -> list[bytes]:
         """The request's chained chunk keys (computed once)."""
@@ -165,16 +166,20 @@ class CacheAware(Policy):
         low = min(r.load for r in allowed)
         mean = sum(r.load for r in allowed) / len(allowed)
         kv_low = min(r.kv_usage for r in allowed)
+        pend_low = min(r.pending_bytes for r in allowed)
+        size = max(req.size, 1)
         tie = req.session or ""
 
         def cost(r: Replica) -> tuple[float, float, float, float, int]:
             uncached = 1.0 - shares[r.name] if total or req.event_share else 0.0
-            busier = p.w_load * (r.load - low) / (mean + 1.0) + p.w_kv * (r.kv_usage - kv_low)
+            busier = (p.w_pending * (r.pending_bytes - pend_low) / size + p.w_load * (r.load - low) / (mean + 1.0)
+                      + p.w_kv * (r.kv_usage - kv_low))
             return (round(uncached + busier, 9), r.load, r.kv_usage, self.index.occupancy(r.name),
                     -rendezvous(tie, r.name))
 
         choice = min(allowed, key=cost)
         share = shares[choice.name]
+        req.pending = int((1.0 - share) * req.size)
         best = max(candidates, key=lambda r: shares[r.name])
         if bound is not None or (best.name in over and shares[best.name] > share):
             return choice, "load_guard"

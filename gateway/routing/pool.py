@@ -53,6 +53,7 @@ class Replica:
     fail_streak: int = 0  # consecutive 5xx answers
     check_failures: int = 0  # consecutive failed /health checks
     inflight: int = 0  # this gateway's requests on it now
+    pending_bytes: int = 0  # their predicted uncached prompt bytes: the prefill work this gateway put there
     foreign: float = 0.0  # requests from elsewhere (other gateways) at the last scrape
     kv_usage: float = 0.0
     stats: ReplicaStats | None = None

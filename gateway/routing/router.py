@@ -39,6 +39,7 @@ class Decision:
     replica: Replica
     reason: str
     session: str | None
+    pending: int = 0  # predicted uncached prompt bytes it adds to the replica's prefill work
 
 
 @dataclass(slots=True)
@@ -48,6 +49,7 @@ class RouteState:
     request: RouteRequest
     current: Replica | None
     tried: set[str] = field(default_factory=set)
+    pending: int = 0
 
 
 class Router:
@@ -156,14 +158,17 @@ class Router:
                 await self.sessions.touch(req.session, replica.name)
         reason = reason or why
         ROUTE_DECISIONS.labels(self.pool.name, replica.name, reason).inc()
-        return Decision(replica, reason, req.session)
+        return Decision(replica, reason, req.session, req.pending)
 
     # ---- in-flight accounting and passive health ----
-    def begin(self, replica: Replica) -> None:
+    def begin(self, replica: Replica, pending: int = 0) -> None:
         replica.inflight += 1
+        replica.pending_bytes += pending
 
-    def end(self, replica: Replica, ok: bool, status: int | None = None, connect_error: bool = False) -> None:
+    def end(self, replica: Replica, ok: bool, status: int | None = None, connect_error: bool = False,
+            pending: int = 0) -> None:
         replica.inflight = max(0, replica.inflight - 1)
+        replica.pending_bytes = max(0, replica.pending_bytes - pending)
         self.pool.record(replica, ok, status, connect_error)
 
     # ---- the pipeline's view ----
@@ -188,7 +193,7 @@ class Router:
         failed = state.current
         if failed is not None:
             state.tried.add(failed.name)
-            self.end(failed, ok=False, status=status, connect_error=status is None)
+            self.end(failed, ok=False, status=status, connect_error=status is None, pending=state.pending)
             state.current = None
         try:
             decision = await self.decide(state.request, exclude=state.tried, reason="failover")
@@ -206,13 +211,14 @@ class Router:
         if state is None or state.current is None:
             return
         replica, state.current = state.current, None
-        self.end(replica, ok=ctx.status < 500, status=ctx.status)
+        self.end(replica, ok=ctx.status < 500, status=ctx.status, pending=state.pending)
 
     def _point(self, ctx: RequestContext, state: RouteState, decision: Decision) -> None:
         replica = decision.replica
         state.current = replica
         state.tried.add(replica.name)
-        self.begin(replica)
+        state.pending = decision.pending
+        self.begin(replica, decision.pending)
         ctx.upstream_base_url = replica.base_url
         ctx.replica = replica.name
         ctx.record["replica"] = replica.name

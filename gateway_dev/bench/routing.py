@@ -36,6 +36,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from gateway_dev.bench.routing_peers import PINS, PeerTarget, ensure_venv
 from gateway_dev.bench.routing_workloads import Workload, make_workloads
 
 MODEL = "Qwen/Qwen3-8B"
@@ -114,14 +115,15 @@ class DirectTarget:
         from gateway.routing.sessions import session_key
 
         router = self.router
-        replica = (await router.decide(router.request(body, session_key(body)))).replica
-        router.begin(replica)
+        decision = await router.decide(router.request(body, session_key(body)))
+        replica = decision.replica
+        router.begin(replica, decision.pending)
         try:
             status, text, first = await _send(self.http, replica.base_url, body, out)
         except aiohttp.ClientError as exc:
             _failed(exc)
             status, text, first = 599, "", 0.0
-        router.end(replica, ok=status == 200, status=status)
+        router.end(replica, ok=status == 200, status=status, pending=decision.pending)
         return status, text, first
 
 
@@ -200,14 +202,26 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                   concurrency: int, params: dict[str, Any], via_gateway: bool, folder: Path) -> Result:
     from gateway.config import RoutingConfig
 
-    for url in urls:  # empty caches and zeroed counters: every policy starts cold
-        async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
-            resp.raise_for_status()
-    routing = RoutingConfig(policy=policy if policy != BOUND else "round_robin", health_interval=1.0,
+    routing = RoutingConfig(policy=policy if policy in POLICIES else "round_robin", health_interval=1.0,
                             metrics_interval=0.5, params=params)
-    target: DirectTarget | GatewayTarget = (GatewayTarget(http, urls, routing, folder / policy) if via_gateway
-                                            else DirectTarget(http, urls, routing))
+    target: DirectTarget | GatewayTarget | PeerTarget
+    if policy in PINS:
+        target = PeerTarget(http, policy, urls)
+    elif via_gateway:
+        target = GatewayTarget(http, urls, routing, folder / policy)
+    else:
+        target = DirectTarget(http, urls, routing)
+    async def reset() -> None:
+        for url in urls:  # empty caches and zeroed counters: every policy starts cold
+            async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
+                resp.raise_for_status()
+
+    # Reset first (emptying the bound replica's huge KV takes its event loop a moment, which our pool's health
+    # checks would see), then start; a peer router's readiness probe is a request, so reset again after it.
+    await reset()
     await target.start()
+    if isinstance(target, PeerTarget):
+        await reset()
     decided = _decisions()
     queue = list(reversed(wl.sessions))
     one_offs = list(reversed(wl.one_offs))
@@ -257,16 +271,25 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons)
 
 
+async def warm_up(http: aiohttp.ClientSession, urls: list[str], n: int = 16) -> None:
+    """A few requests on every replica before the first measured run: whichever policy ran first would
+    otherwise pay the emulator processes' first-use costs (run order is not a policy's merit)."""
+    body = {"model": MODEL, "stream": True, "max_tokens": 4,
+            "messages": [{"role": "user", "content": "warm up " * 200}]}
+    await asyncio.gather(*(_send(http, url + "/v1", body, 4) for url in urls for _ in range(n)))
+
+
 # ---- replicas -----------------------------------------------------------------------------------------
 class Replicas:
     """Two emulator subprocesses (`python -m gateway_dev.emulators`): `n` replicas with limited KV, and one
     replica with unlimited KV for the upper bound."""
 
-    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str) -> None:
+    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str, shared_prefill: bool = True) -> None:
         from gateway_dev.emulators.process import EmulatorProcess
 
+        shared = ["--shared-prefill"] if shared_prefill else []
         self.limited = EmulatorProcess(vllm_replicas=n, latency=latency, extra_args=[
-            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL])
+            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL, *shared])
         self.unlimited = EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
             "--kv-capacity-blocks", str(4_000_000), "--max-num-seqs", "4096", "--model", MODEL])
 
@@ -303,6 +326,10 @@ def report(wl: Workload, results: dict[str, Result], concurrency: int) -> tuple[
         if rr is not None:
             checks[f"{wl.name}: TTFT p50 >= 2x better than round_robin"] = rr.q(0.5) >= 2 * ca.q(0.5)
         checks[f"{wl.name}: imbalance <= 1.3"] = ca.imbalance <= 1.3
+        for peer in (n for n in results if n in PINS):
+            other = results[peer]
+            checks[f"{wl.name}: hit rate >= {peer}"] = ca.hit_rate >= other.hit_rate
+            checks[f"{wl.name}: TTFT p50 <= {peer}"] = ca.q(0.5) <= other.q(0.5)
     lines.append("  * bound: the same workload on one replica with unlimited KV (the best hit rate possible)")
     for name, r in results.items():
         if r.errors:
@@ -314,10 +341,14 @@ def report(wl: Workload, results: dict[str, Result], concurrency: int) -> tuple[
 
 
 async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
+    peers = [p for p in args.against.split(",") if p]
+    if peers:
+        await asyncio.to_thread(ensure_venv, peers)
     policies = [p for p in args.policies.split(",") if p]
+    policies = [policies[0], *peers, *policies[1:]] if policies else peers  # ours, the peers, the baselines
     workloads = make_workloads(args.scale, args.seed)
     chosen = [workloads[w] for w in args.workloads.split(",") if w]
-    replicas = Replicas(args.replicas, args.kv_blocks, args.max_num_seqs, args.latency)
+    replicas = Replicas(args.replicas, args.kv_blocks, args.max_num_seqs, args.latency, args.shared_prefill)
     out: dict[str, Any] = {}
     all_checks: dict[str, bool] = {}
     await asyncio.to_thread(replicas.start)
@@ -333,6 +364,7 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
             print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
                   f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
                   f"clients; {how}\n", flush=True)
+            await warm_up(http, [*replicas.urls, replicas.bound_url])
             for wl in chosen:
                 results: dict[str, Result] = {}
                 for policy in [*policies, BOUND]:
@@ -368,6 +400,10 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workloads", default="a,b,c")
     p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--against", default="", help="peer routers run in the same job: sglang-router,vllm-router "
+                   "(installed at pinned versions into .bench-venv-routers/)")
+    p.add_argument("--no-shared-prefill", dest="shared_prefill", action="store_false",
+                   help="replicas prefill concurrent requests as if each were alone (no load cost beyond queueing)")
     p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
     p.add_argument("--concurrency", type=int, default=24)
     p.add_argument("--replicas", type=int, default=4)

@@ -19,15 +19,23 @@ from typing import Any
 
 from gateway_dev.emulators.vllm_kv import KVEvent
 
+_U64 = (1 << 64) - 1
+
+
+def _wire(h: int | None) -> int | None:
+    """vLLM's block hashes are bytes or unsigned integers on the wire; the emulator's are Python hashes."""
+    return None if h is None else h & _U64
+
 
 def encode_event(event: KVEvent) -> dict[str, Any]:
     kind = event[0]
     if kind == "BlockStored":
         _, hashes, parent, tokens, block_size = event
-        return {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": parent, "token_ids": tokens,
-                "block_size": block_size, "lora_id": None, "medium": "GPU", "lora_name": None}
+        return {"type": "BlockStored", "block_hashes": [_wire(h) for h in hashes],
+                "parent_block_hash": _wire(parent), "token_ids": tokens, "block_size": block_size,
+                "lora_id": None, "medium": "GPU", "lora_name": None}
     if kind == "BlockRemoved":
-        return {"type": "BlockRemoved", "block_hashes": event[1], "medium": "GPU"}
+        return {"type": "BlockRemoved", "block_hashes": [_wire(h) for h in event[1]], "medium": "GPU"}
     return {"type": "AllBlocksCleared"}
 
 

@@ -357,6 +357,22 @@ class VLLMReplica:
             raise
         return json_response({"count": len(tokens), "max_model_len": self.max_model_len, "tokens": tokens})
 
+    async def render(self, request: Request) -> EmulatorResponse:
+        """`POST /v1/chat/completions/render`: the prompt's token ids after the chat template, without
+        generating ({"token_ids": [...], "features": null} for a text-only request, as vLLM answers)."""
+        call = await self._begin(request, "render")
+        body = _typed(call.body, _CHAT_FIELDS, VLLMChatRequest)
+        self._check_model(body)
+        try:
+            tokens = render_chat(body).tokens
+        except EmulatorError as e:
+            e.vendor = "vllm"
+            raise
+        except _FAILURES:
+            _explained(VLLMChatRequest, body)
+            raise
+        return json_response({"token_ids": list(tokens), "features": None})
+
     async def version(self, request: Request) -> EmulatorResponse:
         return json_response({"version": "0.11.0+emulator"})
 
@@ -394,6 +410,7 @@ class VLLMReplica:
         routes = [
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/tokenize", self.tokenize, methods=["POST"]),
+            Route("/v1/chat/completions/render", self.render, methods=["POST"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/metrics", self.metrics_endpoint, methods=["GET"]),
             Route("/version", self.version, methods=["GET"]),

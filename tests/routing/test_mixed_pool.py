@@ -117,14 +117,15 @@ def test_dead_sglang_replica_fails_over_without_an_error(
     home = max(range(4), key=lambda i: emu.calls(f"vllm{i}.chat") + emu.calls(f"sglang{i}.chat"))
     target = next(i for i, e in enumerate(ENGINES) if e == "sglang" and i != home) if ENGINES[home] != "sglang" \
         else home
-    # Put the next session on an SGLang replica: the others look busy to the router.
-    for name, replica in router.pool.replicas.items():
-        replica.foreign = 0 if name == emu.vllm_urls[target][7:] else 20
+    # Put the next session on an SGLang replica: the others are ejected for the moment.
+    others = [r for name, r in router.pool.replicas.items() if name != emu.vllm_urls[target][7:]]
+    for replica in others:
+        replica.ejected, replica.ejected_until = True, float("inf")
     first = _turns(client, 1, 1)[0]
     assert emu.calls(f"sglang{target}.chat") >= 1 and first.choices[0].message.content
+    for replica in others:
+        replica.ejected, replica.ejected_until = False, 0.0
     emu.stop_vllm(target)
-    for replica in router.pool.replicas.values():
-        replica.foreign = 0
     again = client.chat.completions.create(model=MODEL, messages=[  # type: ignore[arg-type]
         {"role": "system", "content": "Agent 1. " + " ".join(f"s1r{i}" for i in range(250))},
         {"role": "user", "content": "Task 1: start over."}])
