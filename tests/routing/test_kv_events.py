@@ -162,5 +162,12 @@ async def test_router_falls_back_to_the_prediction_when_the_stream_stops(emu: Em
         # keeps scoring it (until its cache starts over: a restart or AllBlocksCleared, see the decode test).
         assert router.kv_events.replicas[home].lost and not router.kv_events.fresh(home)
         assert (await routed(http, router, prompt("g", "still predicted?"))) == home
+        # A restart (same port, empty cache, the sequence from 0 again) makes the stream trustworthy again.
+        emu.stop_vllm(names.index(home))
+        emu.start_vllm(names.index(home), fresh=True)
+        async with aiohttp.ClientSession() as fresh_http:  # the old keep-alive connections died with it
+            await send(fresh_http, "http://" + home, prompt("h", "first after restart?", 100))
+        await settle(router, [home])
+        assert not router.kv_events.replicas[home].lost
     finally:
         await router.stop()
