@@ -37,6 +37,7 @@ import aiohttp
 import orjson
 
 from gateway_dev.bench.routing_peers import PINS, PeerTarget, ensure_venv
+from gateway_dev.bench.routing_report import report
 from gateway_dev.bench.routing_workloads import Workload, make_workloads
 
 MODEL = "Qwen/Qwen3-8B"
@@ -304,42 +305,6 @@ class Replicas:
         self.unlimited.stop()
 
 
-# ---- report ---------------------------------------------------------------------------------------------
-def report(wl: Workload, results: dict[str, Result], concurrency: int) -> tuple[list[str], dict[str, bool]]:
-    bound = results.get(BOUND)
-    rr = results.get("round_robin")
-    lines = [wl.title + f" ({wl.requests} requests, {concurrency} clients)",
-             f"  {'policy':<16}{'hit rate':>9}{'/bound':>8}{'TTFT p50':>10}{'TTFT p99':>10}{'req/s':>8}"
-             f"{'imbalance':>10}{'p50 vs rr':>10}{'errors':>7}"]
-    for name, r in results.items():
-        vs_bound = f"{r.hit_rate / bound.hit_rate:8.2f}" if bound and bound.hit_rate else f"{'-':>8}"
-        vs_rr = f"{rr.q(0.5) / r.q(0.5):9.2f}x" if rr and r.q(0.5) > 0 else f"{'-':>10}"
-        imbalance = f"{r.imbalance:10.2f}" if name != BOUND else f"{'-':>10}"
-        label = "bound*" if name == BOUND else name
-        lines.append(f"  {label:<16}{r.hit_rate:9.3f}{vs_bound}{r.q(0.5) * 1000:8.0f}ms{r.q(0.99) * 1000:8.0f}ms"
-                     f"{r.requests / r.wall:8.1f}{imbalance}{vs_rr}{sum(r.errors.values()):7d}")
-    checks: dict[str, bool] = {}
-    ca = results.get("cache_aware")
-    if ca is not None:
-        if bound is not None and wl.name in ("a", "b"):
-            checks[f"{wl.name}: hit rate >= 0.9 x bound"] = ca.hit_rate >= 0.9 * bound.hit_rate
-        if rr is not None:
-            checks[f"{wl.name}: TTFT p50 >= 2x better than round_robin"] = rr.q(0.5) >= 2 * ca.q(0.5)
-        checks[f"{wl.name}: imbalance <= 1.3"] = ca.imbalance <= 1.3
-        for peer in (n for n in results if n in PINS):
-            other = results[peer]
-            checks[f"{wl.name}: hit rate >= {peer}"] = ca.hit_rate >= other.hit_rate
-            checks[f"{wl.name}: TTFT p50 <= {peer}"] = ca.q(0.5) <= other.q(0.5)
-    lines.append("  * bound: the same workload on one replica with unlimited KV (the best hit rate possible)")
-    for name, r in results.items():
-        if r.errors:
-            lines.append(f"  {name} failed requests by status: {dict(r.errors)}")
-    if "cache_aware" in results:
-        lines.append("  cache_aware decisions: " + ", ".join(
-            f"{k} {v}" for k, v in results["cache_aware"].reasons.most_common()))
-    return lines, checks
-
-
 async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     peers = [p for p in args.against.split(",") if p]
     if peers:
@@ -379,10 +344,21 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                                     "per_replica": dict(r.per_replica), "reasons": dict(r.reasons),
                                     "errors": dict(r.errors)}
                                 for p, r in results.items()}
+            if args.failover:
+                from gateway_dev.bench import routing_failover
+
+                await asyncio.to_thread(replicas.stop)  # the failover runs start replicas of their own
+                wl = make_workloads(args.scale * 0.5, args.seed + 1)["a"]
+                failover = {name: await routing_failover.failover_one(
+                    http, name, wl, args.concurrency, orjson.loads(args.params), folder, args.latency)
+                    for name in ["cache_aware", *peers]}
+                print("\n".join(routing_failover.report(failover)) + "\n", flush=True)
+                out["failover"] = failover
+                all_checks["failover: 0 failed requests on replica loss"] = failover["cache_aware"]["failed"] == 0
     finally:
         await asyncio.to_thread(replicas.stop)
         scratch.cleanup()
-    errors = sum(sum(r["errors"].values()) for wl in out.values() for r in wl.values())
+    errors = sum(sum(r["errors"].values()) for name, wl in out.items() if name != "failover" for r in wl.values())
     if not args.targets:
         # A smoke-sized run is too short for its targets to mean anything: it reports, claims nothing.
         print("  targets not checked (--no-targets: a smoke run; the full-size run checks them)")
@@ -402,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--against", default="", help="peer routers run in the same job: sglang-router,vllm-router "
                    "(installed at pinned versions into .bench-venv-routers/)")
+    p.add_argument("--failover", action="store_true",
+                   help="also kill one of 3 replicas mid-run under ours and each peer; count failed requests")
     p.add_argument("--no-shared-prefill", dest="shared_prefill", action="store_false",
                    help="replicas prefill concurrent requests as if each were alone (no load cost beyond queueing)")
     p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
