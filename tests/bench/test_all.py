@@ -21,7 +21,7 @@ def _bench(bid: str, **result: object) -> bench_all.Bench:
 def test_benchmarks_cover_every_issue_in_order() -> None:
     ids = [b.id for b in bench_all.benchmarks()]
     assert ids == ["core", "response-cache", "semantic-dev", "semantic-qqp", "semantic-lookup", "cost", "prefix",
-                   "routing", "usage", "emulator", "protocols", "litellm"]
+                   "routing", "routing-peers", "usage", "emulator", "protocols", "litellm"]
     from gateway.cli import BENCHMARKS
 
     assert {b.cli for b in bench_all.benchmarks()} <= set(BENCHMARKS)
