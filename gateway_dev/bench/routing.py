@@ -42,6 +42,7 @@ from gateway_dev.bench.routing_workloads import Workload, make_workloads
 
 MODEL = "Qwen/Qwen3-8B"
 POLICIES = ("cache_aware", "round_robin", "least_loaded", "consistent_hash")
+EVENTS = "cache_aware+events"  # cache_aware scoring replicas by their KV events (the replicas publish them)
 BOUND = "bound"
 
 
@@ -203,7 +204,8 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                   concurrency: int, params: dict[str, Any], via_gateway: bool, folder: Path) -> Result:
     from gateway.config import RoutingConfig
 
-    routing = RoutingConfig(policy=policy if policy in POLICIES else "round_robin", health_interval=1.0,
+    routing = RoutingConfig(policy=policy if policy in POLICIES else "cache_aware" if policy == EVENTS
+                            else "round_robin", health_interval=1.0,
                             metrics_interval=0.5, params=params)
     target: DirectTarget | GatewayTarget | PeerTarget
     if policy in PINS:
@@ -288,7 +290,7 @@ class Replicas:
     def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str, shared_prefill: bool = True) -> None:
         from gateway_dev.emulators.process import EmulatorProcess
 
-        shared = ["--shared-prefill"] if shared_prefill else []
+        shared = ["--shared-prefill", "--kv-events"] if shared_prefill else ["--kv-events"]
         self.limited = EmulatorProcess(vllm_replicas=n, latency=latency, extra_args=[
             "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL, *shared])
         self.unlimited = EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
@@ -298,6 +300,7 @@ class Replicas:
         self.limited.start()
         self.unlimited.start()
         self.urls = self.limited.vllm_urls
+        self.events = self.limited.kv_events_endpoints
         self.bound_url = self.unlimited.vllm_urls[0]
 
     def stop(self) -> None:
@@ -334,8 +337,11 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                 results: dict[str, Result] = {}
                 for policy in [*policies, BOUND]:
                     urls = [replicas.bound_url] if policy == BOUND else replicas.urls
-                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency,
-                                                    orjson.loads(args.params), args.via == "gateway", folder)
+                    params = orjson.loads(args.params)
+                    if policy == EVENTS:
+                        params["kv_events_endpoints"] = dict(zip((u[7:] for u in urls), replicas.events, strict=True))
+                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency, params,
+                                                    args.via == "gateway", folder)
                 lines, checks = report(wl, results, args.concurrency)
                 print("\n".join(lines) + "\n", flush=True)
                 all_checks.update(checks)
