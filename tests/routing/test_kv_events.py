@@ -79,7 +79,7 @@ async def routed(http: aiohttp.ClientSession, router: Router, body: dict[str, An
 async def settle(router: Router, names: list[str]) -> None:
     """Until the events of what just happened have arrived."""
     assert router.kv_events is not None
-    for _ in range(100):
+    for _ in range(250):
         await asyncio.sleep(0.02)
         if all(router.kv_events.fresh(n) for n in names):
             await asyncio.sleep(0.1)
@@ -157,7 +157,10 @@ async def test_router_falls_back_to_the_prediction_when_the_stream_stops(emu: Em
         router.end(decision.replica, ok=True)
         replica.events.paused = False
         await routed(http, router, prompt("g", "resumed?"))
-        await asyncio.sleep(0.2)
+        for _ in range(150):  # until the first batch after the gap has arrived
+            if router.kv_events.replicas[home].lost:
+                break
+            await asyncio.sleep(0.02)
         # Batches were lost (a sequence gap): what the replica stored meanwhile is unknown, so the prediction
         # keeps scoring it (until its cache starts over: a restart or AllBlocksCleared, see the decode test).
         assert router.kv_events.replicas[home].lost and not router.kv_events.fresh(home)
