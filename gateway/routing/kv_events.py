@@ -84,7 +84,11 @@ class KVEventIndex:
 
     def apply(self, replica: str, seq: int, batch: Any) -> None:
         held = self.replicas.setdefault(replica, _Held())
-        if held.seq is not None and seq != held.seq + 1:
+        if held.seq is None and seq > 0:
+            # Joined a stream already under way: the blocks stored before are unknown (vLLM's replay socket
+            # could fill them in; not used), so the prediction scores this replica until its cache starts over.
+            held.lost = True
+        elif held.seq is not None and seq != held.seq + 1:
             # back: a restarted engine (empty cache, known again); forward: batches were lost, so blocks
             # stored meanwhile are unknown — the prediction scores this replica until its cache starts over.
             log.info("KV event stream reset", extra={"replica": replica, "from": held.seq, "to": seq})

@@ -225,6 +225,8 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     await target.start()
     if isinstance(target, PeerTarget):
         await reset()
+    if policy == EVENTS:  # the router's SUB sockets connect before the first batch (seq 0 after the reset)
+        await asyncio.sleep(1.0)
     decided = _decisions()
     queue = list(reversed(wl.sessions))
     one_offs = list(reversed(wl.one_offs))
