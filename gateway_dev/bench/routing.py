@@ -263,15 +263,17 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                                 {"role": "user", "content": session.followups[turn]}]
 
     start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    while one_offs:  # whatever the sessions did not pace out
-        side.append(asyncio.create_task(send(one_offs.pop().messages)))
-    await asyncio.gather(*side)
-    wall = time.perf_counter() - start
+    try:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        while one_offs:  # whatever the sessions did not pace out
+            side.append(asyncio.create_task(send(one_offs.pop().messages)))
+        await asyncio.gather(*side)
+    finally:  # interrupted too: a peer router's process must not outlive the run
+        wall = time.perf_counter() - start
+        await target.stop()
     reasons = _decisions() - decided
     if errors.pop("599", 0):
         errors.update(_CLIENT_ERRORS)
-    await target.stop()
     hits, queries, served = await _replica_counts(http, urls)
     return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons)
 
