@@ -73,7 +73,7 @@ def benchmarks() -> list[Bench]:
               ["--scale", "0.15", "--workloads", "a", "--policies", "cache_aware,round_robin", "--no-targets"],
               "json"),
         Bench("routing-peers", "routing", "Cache-aware routing against SGLang Model Gateway and vLLM's router",
-              ["--workloads", "a,b,c,d", "--scale", "0.25", "--policies", "cache_aware,cache_aware+events",
+              ["--workloads", "b,d,a,c", "--scale", "0.25", "--policies", "cache_aware,cache_aware+events",
                "--against", "sglang-router,vllm-router", "--failover"], None, "json"),
         Bench("usage", "usage", "Usage recording overhead", ["--app"], ["--requests", "2000"]),
         Bench("emulator", "emulator", "Emulator throughput", [], ["--duration", "2", "--warmup", "0.5"]),
