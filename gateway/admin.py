@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import ORJSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
 
+from gateway.admin_tenants import tenants_view
 from gateway.auth import check_admin
 from gateway.config import Settings
 from gateway.errors import GatewayError
@@ -17,6 +19,15 @@ from gateway.stores.base import StoreUnavailable
 
 if TYPE_CHECKING:
     from gateway.assembly import Components
+
+
+class ORJSONResponse(Response):
+    """JSON through orjson (FastAPI's own ORJSONResponse is deprecated and warns on every call)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
 
 
 class PurgeRequest(BaseModel):
@@ -49,6 +60,14 @@ def admin_router(parts: Components) -> APIRouter:
     async def reload_policies() -> ORJSONResponse:
         result = await parts.registry.areload()
         return ORJSONResponse(result.to_dict(), status_code=200 if result.ok else 422)
+
+    @router.get("/tenants")
+    async def tenants(tenant: str | None = None) -> ORJSONResponse:
+        """Every tenant (or `?tenant=T`) with its effective policy; 404 for an unknown tenant."""
+        view = tenants_view(parts.registry.current, tenant)
+        if tenant and not view["tenants"]:
+            raise GatewayError(404, f"no tenant named {tenant[:128]!r}")
+        return ORJSONResponse(view)
 
     @router.post("/cache/purge")
     async def purge(req: PurgeRequest) -> ORJSONResponse:

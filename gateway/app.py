@@ -2,7 +2,7 @@
 
 `create_app(settings)` builds the whole gateway (policies, store, layers, upstream clients,
 vLLM pool) and returns a FastAPI app whose lifespan starts and stops them. Endpoint functions are
-thin: they name the protocol and hand the request to `Gateway.handle` or `passthrough.forward`.
+thin: they name the protocol and hand the request to `Gateway.handle`, `.forward` or `.list_models`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -24,7 +25,9 @@ from gateway.assembly import Components, build_components
 from gateway.config import Settings
 from gateway.errors import GatewayError, vendor_error_body
 from gateway.metrics import REGISTRY
-from gateway.passthrough import forward
+from gateway.model_lists import ModelLists
+from gateway.platform_routes import platform_router
+from gateway.vendors.registry import error_shape_of_path
 
 log = logging.getLogger("gateway")
 access_log = logging.getLogger("gateway.access")
@@ -59,11 +62,29 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.post("/v1/embeddings", tags=["openai"], openapi_extra=_body("OpenAI embeddings request"))
     async def embeddings(request: Request) -> Response:
-        return await forward(gw, request, "openai_chat", "embeddings", "/embeddings")
+        return await gw.forward(request, "openai_chat", "embeddings", "/embeddings")
+
+    lists = ModelLists(gw, parts.pool.models if parts.pool is not None else None)
 
     @app.get("/v1/models", tags=["openai"])
     async def models(request: Request) -> Response:
-        return await parts.list_models(request)
+        if _gemini_key(request):  # google-genai 3.x lists models under v1
+            return await lists.gemini(request, "v1")
+        return await lists.openai_list(request)
+
+    @app.get("/{version}/models", tags=["gemini"])
+    async def gemini_models(request: Request, version: str) -> Response:
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request)
+        return await lists.gemini(request, version)
+
+    @app.get("/{version}/models/{name}", tags=["openai", "gemini"])
+    async def model_info(request: Request, version: str, name: str) -> Response:
+        if version == "v1" and not _gemini_key(request):
+            return await lists.openai_model(request, name)
+        if version not in _GEMINI_VERSIONS:
+            return _not_found("gemini", request)
+        return await lists.gemini(request, version, name)
 
     # ---- Anthropic ----
     @app.post("/v1/messages", tags=["anthropic"], openapi_extra=_body("Anthropic Messages request"))
@@ -72,7 +93,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.post("/v1/messages/count_tokens", tags=["anthropic"], openapi_extra=_body("Anthropic count_tokens request"))
     async def count_tokens(request: Request) -> Response:
-        return await forward(gw, request, "anthropic_messages", "count_tokens", "/v1/messages/count_tokens",
+        return await gw.forward(request, "anthropic_messages", "count_tokens", "/v1/messages/count_tokens",
                              provider_name="anthropic")
 
     # ---- Gemini (google-genai 3.x defaults to v1, older SDKs and the docs use v1beta) ----
@@ -84,7 +105,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         if not path_safe_model(model.removeprefix("models/")):  # it goes into the upstream path as it is
             return _error("gemini", 400, f"`{model[:100]}` is not a valid Gemini model name.")
         if action == "countTokens":
-            return await forward(gw, request, "gemini", "count_tokens", f"/{version}/models/{target}",
+            return await gw.forward(request, "gemini", "count_tokens", f"/{version}/models/{target}",
                                  provider_name="gemini")
         return await gw.handle(request, "gemini", "generate", path_model=model,
                                path_stream=action == "streamGenerateContent", api_version=version)
@@ -96,19 +117,17 @@ def create_app(settings: Settings | None = None, components: Components | None =
     async def gemini_generate_unversioned(request: Request, target: str) -> Response:
         return await gemini_generate(request, "v1beta", target)
 
-    ownership = parts.gateway.ownership
-
     async def cached_contents(request: Request, version: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request)
-        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents",
-                             provider_name="gemini", method=request.method, ownership=ownership)
+        return await gw.forward(request, "gemini", "cached_contents", f"/{version}/cachedContents",
+                             provider_name="gemini", method=request.method, owned=True)
 
     async def cached_content(request: Request, version: str, name: str) -> Response:
         if version not in _GEMINI_VERSIONS:
             return _not_found("gemini", request)
-        return await forward(gw, request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
-                             provider_name="gemini", method=request.method, ownership=ownership)
+        return await gw.forward(request, "gemini", "cached_contents", f"/{version}/cachedContents/{name}",
+                             provider_name="gemini", method=request.method, owned=True)
 
     # One route per method: OpenAPI needs one operation (and operation id) for each.
     for method in ("GET", "POST"):
@@ -125,10 +144,13 @@ def create_app(settings: Settings | None = None, components: Components | None =
 
     @app.get("/readyz", tags=["ops"])
     async def readyz() -> Response:
-        # Ready once policies are loaded; never dependent on cache health (the caches fail open).
-        if parts.started and parts.registry.current is not None:
-            return PlainTextResponse("ready")
-        return PlainTextResponse("policies not loaded", status_code=503)
+        # Ready once policies are loaded and the layers tenants use at start-up have loaded; never
+        # dependent on cache health (the caches fail open). The body says each layer's state.
+        states = "".join(f"{name}: {state}\n" for name, state in parts.layer_states().items())
+        if parts.ready:
+            return PlainTextResponse("ready\n" + states)
+        head = "loading" if parts.started else "policies not loaded"
+        return PlainTextResponse(f"{head}\n{states}", status_code=503)
 
     @app.get("/metrics", tags=["ops"])
     async def metrics() -> Response:
@@ -139,6 +161,7 @@ def create_app(settings: Settings | None = None, components: Components | None =
         ("POST", "/v1/responses"): responses,
         ("POST", "/v1/messages"): messages,
     }
+    app.include_router(platform_router(gw))
     app.include_router(admin_router(parts))
     for router in parts.extra_routers:
         app.include_router(router)
@@ -146,6 +169,14 @@ def create_app(settings: Settings | None = None, components: Components | None =
     @app.exception_handler(GatewayError)
     async def gateway_error(request: Request, exc: GatewayError) -> Response:
         return _error(_vendor_of(request), exc.status, exc.message, exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        # An admin body FastAPI validated: the usual error object, not FastAPI's {"detail": [...]}.
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+        return _error(_vendor_of(request), 400, f"{where}: {first.get('msg', 'invalid request')}")
 
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -196,13 +227,18 @@ def _body(description: str) -> dict[str, Any]:
                             "content": {"application/json": {"schema": {"type": "object"}}}}}
 
 
+def _gemini_key(request: Request) -> bool:
+    return "x-goog-api-key" in request.headers or "key" in request.query_params
+
+
 def _vendor_of(request: Request) -> str:
-    path = request.url.path
-    if path.startswith("/v1/messages"):
+    """Whose error shape a request gets when no endpoint of the gateway took it: by the headers its SDK
+    always sends (`anthropic-version`; Gemini's key header or `?key=`), else by its path."""
+    if "anthropic-version" in request.headers:
         return "anthropic"
-    if path.startswith("/v1beta/") or "cachedContents" in path or ":" in path:
+    if _gemini_key(request) or "x-goog-api-client" in request.headers:
         return "gemini"
-    return "openai"
+    return error_shape_of_path(request.url.path)
 
 
 def _error(vendor: str, status: int, message: str, code: str | None = None) -> Response:
@@ -212,7 +248,9 @@ def _error(vendor: str, status: int, message: str, code: str | None = None) -> R
 
 def _not_found(vendor: str, request: Request) -> Response:
     _log_unrouted(request, 404)
-    return _error(vendor, 404, f"No such endpoint: {request.url.path}.", "not_found")
+    # `code` is OpenAI's own field; Anthropic's and Gemini's shapes take their word for 404 from the status
+    return _error(vendor, 404, f"No such endpoint: {request.url.path[:_LOGGED_PATH_CHARS]}.",
+                  "not_found" if vendor == "openai" else None)
 
 
 def _log_unrouted(request: Request, status: int) -> None:
@@ -225,7 +263,11 @@ def _log_unrouted(request: Request, status: int) -> None:
 
 
 def app_from_env() -> FastAPI:
-    """Factory for `uvicorn --factory` (multi-worker serve): settings from the environment."""
+    """Factory for `uvicorn --factory` (multi-worker serve): settings from the environment. Each
+    worker is a process of its own: it sets up the JSON log lines itself."""
     import os
 
+    from gateway import logs
+
+    logs.configure(os.environ.get("GATEWAY_LOG_LEVEL", "info"))
     return create_app(Settings.load(os.environ.get("GATEWAY_CONFIG")))

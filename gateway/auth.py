@@ -1,8 +1,9 @@
 """Authenticate: find the tenant from the key the SDK already sends.
 
 OpenAI and anthropic SDK 2.x send `Authorization: Bearer`, older anthropic SDKs `x-api-key`,
-google-genai `x-goog-api-key` (or `?key=`). The key is matched against the tenant policies; it is
-kept on the context only for BYOK pass-through and is never logged or stored.
+google-genai `x-goog-api-key` (or `?key=`), openai's `AzureOpenAI` client `api-key`; google-genai with
+`vertexai=True` and boto3 with a Bedrock API key send `Authorization: Bearer`. The key is matched against
+the tenant policies; it is kept on the context only for BYOK pass-through and is never logged or stored.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def presented_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str |
         scheme, _, value = auth.partition(" ")
         if scheme.lower() == "bearer" and value.strip():
             return value.strip()
-    for name in ("x-api-key", "x-goog-api-key"):
+    for name in ("x-api-key", "x-goog-api-key", "api-key"):
         if headers.get(name):
             return headers[name].strip()
     key = query.get("key")
@@ -31,7 +32,7 @@ def presented_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str |
 def authenticate(ctx: RequestContext, registry: PolicyRegistry) -> None:
     # `?key=` is the Gemini API's documented form; no OpenAI or Anthropic SDK puts a key in the URL,
     # where access logs and proxies keep it, so on their paths a query key is not read at all.
-    query = ctx.query if ctx.adapter.vendor == "gemini" else {}
+    query = ctx.query if ctx.adapter.key_in_query else {}
     key = presented_key(ctx.headers, query)
     if not key:
         raise GatewayError(401, "No API key provided. Send the gateway key as the SDK's api_key.")

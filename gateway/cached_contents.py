@@ -39,7 +39,10 @@ class CachedContentOwnership:
             raise GatewayError(503, "Cache ownership cannot be checked right now; try again.") from exc
 
     async def check_reference(self, ctx: RequestContext) -> None:
-        """A generateContent body naming `cachedContent` must name one of the tenant's caches."""
+        """A generateContent body naming `cachedContent` must name one of the tenant's caches (for a
+        vendor that keeps such cache objects, asked in its own protocol)."""
+        if ctx.vendor is None or not ctx.vendor.cache_objects or ctx.translated:
+            return
         name = ctx.body.get("cachedContent")
         if name is None:
             return
@@ -47,13 +50,13 @@ class CachedContentOwnership:
             raise GatewayError(403, f"CachedContent not found (or permission denied): {name}", "PERMISSION_DENIED")
 
     async def before(self, ctx: RequestContext) -> None:
-        name = _name(ctx.scratch.get("path", ""))
+        name = _name(ctx.native_path)
         if name is not None and not await self.owns(ctx.tenant, name):
             raise GatewayError(403, f"CachedContent not found (or permission denied): {name}", "PERMISSION_DENIED")
 
     async def after(self, ctx: RequestContext, data: dict[str, Any]) -> dict[str, Any]:
-        method = ctx.scratch.get("method", "GET")
-        path_name = _name(ctx.scratch.get("path", ""))
+        method = ctx.method
+        path_name = _name(ctx.native_path)
         try:
             if method == "POST" and path_name is None and isinstance(data.get("name"), str):
                 await self.store.set(_key(ctx.tenant, data["name"]), b"1", ttl=_TTL)

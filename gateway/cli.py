@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 BENCHMARKS = {
     "all": "gateway_dev.bench.all",
@@ -24,6 +25,7 @@ BENCHMARKS = {
     "emulator": "gateway_dev.bench.emulator",
     "protocols": "gateway_dev.bench.protocols",
     "litellm": "gateway_dev.bench.litellm_side_by_side",
+    "startup": "gateway_dev.bench.startup",
     "load": "gateway_dev.bench.load",
 }
 
@@ -39,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=None, help="YAML config file (same names as the settings)")
     serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--with-emulators", action="store_true",
+                       help="development: start the bundled vendor emulators too, point the gateway at them and "
+                            "print the URLs, keys and SDK snippets")
+    serve.add_argument("--ssl-certfile", default=None,
+                       help="serve HTTPS with this PEM certificate chain (or GATEWAY_SSL_CERTFILE)")
+    serve.add_argument("--ssl-keyfile", default=None, help="its private key (or GATEWAY_SSL_KEYFILE)")
 
     demo = sub.add_parser("demo", help="run emulators + gateway and replay a realistic workload")
     demo.add_argument("--requests", type=int, default=0, help="scale the workload (0: the default size)")
@@ -61,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--tenant", default=None)
     report.add_argument("--since", default="7d")
     report.add_argument("--config", default=None)
+    report.add_argument("--url", default=None,
+                        help="the running gateway to ask (default http://GATEWAY_HOST:GATEWAY_PORT, 127.0.0.1:8080)")
 
     semantic = sub.add_parser("semantic", help="semantic-cache tools (semantic calibrate --help)")
     semantic.add_argument("semantic_command", choices=["calibrate"])
@@ -97,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gateway.config import Settings
         from gateway.usage.report import report_command
 
-        return report_command(Settings.load(args.config), args.tenant, args.since)
+        return report_command(Settings.load(args.config), args.tenant, args.since, url=args.url)
     if args.command == "semantic":
         from gateway.semantic.calibrate import main as calibrate_main
 
@@ -111,11 +121,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 # uvloop and httptools: the fastest loop and HTTP parser uvicorn has. No access log (the gateway
 # writes its own JSON line per request), no proxy-header rewriting (nothing reads the client
 # address) and no Server header: less work on every request.
-UVICORN = {"loop": "uvloop", "http": "httptools", "log_config": None, "access_log": False,
+UVICORN: dict[str, Any] = {"loop": "uvloop", "http": "httptools", "log_config": None, "access_log": False,
            "proxy_headers": False, "server_header": False, "timeout_graceful_shutdown": 30}
 
 
+def tls_options(args: argparse.Namespace) -> dict[str, Any]:
+    """uvicorn's TLS options from the flags or the environment; both files or neither. HTTPS matters for
+    clients that send their key only over TLS (boto3 with a Bedrock API key)."""
+    cert = args.ssl_certfile or os.environ.get("GATEWAY_SSL_CERTFILE") or None
+    key = args.ssl_keyfile or os.environ.get("GATEWAY_SSL_KEYFILE") or None
+    if bool(cert) != bool(key):
+        raise SystemExit("serve: --ssl-certfile and --ssl-keyfile go together (a certificate needs its key)")
+    for path in (cert, key):
+        if path and not os.path.isfile(path):
+            raise SystemExit(f"serve: TLS file not found: {path}")
+    return {"ssl_certfile": cert, "ssl_keyfile": key} if cert and key else {}
+
+
 def _serve(args: argparse.Namespace) -> int:
+    if args.with_emulators:
+        if args.workers > 1:
+            print("serve --with-emulators runs one worker", file=sys.stderr)
+            return 2
+        from gateway_dev.devserve import run_dev
+
+        return run_dev(args.host, args.port, args.policies, args.config, args.log_level)
     import uvicorn
 
     from gateway import logs
@@ -124,13 +154,28 @@ def _serve(args: argparse.Namespace) -> int:
 
     logs.configure(args.log_level)
     settings = Settings.load(args.config, host=args.host, port=args.port, policies=args.policies)
+    tls = tls_options(args)
     if args.workers > 1:
-        # Workers import the app factory themselves; settings travel through the environment.
+        from gateway.policy.loader import load_policies
+        from gateway.workers import workers_refusal
+
+        try:
+            policies = load_policies(settings.policies)
+        except PolicyError as exc:
+            print(f"policies: {exc}", file=sys.stderr)
+            return 1
+        refusal = workers_refusal(settings, args.workers, policies)
+        if refusal:
+            print(refusal, file=sys.stderr)
+            return 2
+        # Workers import the app factory themselves; settings (and the log level: their lines are
+        # JSON too) travel through the environment.
         os.environ.setdefault("GATEWAY_POLICIES", str(settings.policies))
+        os.environ["GATEWAY_LOG_LEVEL"] = args.log_level
         if args.config:
             os.environ["GATEWAY_CONFIG"] = args.config
         uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host, port=settings.port,
-                    workers=args.workers, **UVICORN)
+                    workers=args.workers, **UVICORN, **tls)
         return 0
     from gateway.app import create_app
 
@@ -139,7 +184,7 @@ def _serve(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         print(f"policies: {exc}", file=sys.stderr)
         return 1
-    uvicorn.run(app, host=settings.host, port=settings.port, **UVICORN)
+    uvicorn.run(app, host=settings.host, port=settings.port, **UVICORN, **tls)
     return 0
 
 

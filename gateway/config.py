@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from gateway.policy.models import Duration
+from gateway.vendors.registry import BUILTIN
 
-VENDOR_BASE_URLS = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-    "deepseek": "https://api.deepseek.com",
-}
+# Each built-in vendor with a key or a base URL has the settings fields `<name>_api_key` and
+# `<name>_base_url` (config file) and the environment names its spec declares.
+_VENDOR_FIELDS: dict[str, tuple[str, str]] = {}  # settings field → (vendor, "api_key" | "base_url")
+_VENDOR_ENV: dict[str, str] = {}  # environment name → settings field
+for _spec in BUILTIN:
+    for _kind, _env in (("api_key", _spec.key_env), ("base_url", _spec.base_url_env)):
+        if _env is not None:
+            _VENDOR_FIELDS[_spec.settings_field(_kind)] = (_spec.name, _kind)
+            _VENDOR_ENV[_env] = _spec.settings_field(_kind)
+VENDOR_BASE_URLS = {s.name: s.default_base_url for s in BUILTIN if s.base_url_env is not None}
 
 
 class _Section(BaseModel):
@@ -77,15 +82,16 @@ class Settings(_Section):
     admin_key: SecretStr | None = None
     embedding_model: str | None = None
 
-    openai_api_key: SecretStr | None = None
-    anthropic_api_key: SecretStr | None = None
-    gemini_api_key: SecretStr | None = None
-    deepseek_api_key: SecretStr | None = None
-    openai_base_url: str = VENDOR_BASE_URLS["openai"]
-    anthropic_base_url: str = VENDOR_BASE_URLS["anthropic"]
-    gemini_base_url: str = VENDOR_BASE_URLS["gemini"]
-    deepseek_base_url: str = VENDOR_BASE_URLS["deepseek"]
+    # per built-in vendor (gateway/vendors): `<vendor>_api_key` and `<vendor>_base_url` fold into these
+    api_keys: dict[str, SecretStr] = Field(default_factory=dict)
+    base_urls: dict[str, str] = Field(default_factory=dict)
     vllm_endpoints: list[str] = Field(default_factory=list)
+    # Cloud platforms (gateway/vendors/azure.py, vertex.py, bedrock.py); their keys and base URLs are above.
+    azure_openai_api_version: str = "2024-10-21"  # for deployment paths
+    vertex_project: str | None = None  # unset: no Vertex AI upstream
+    vertex_location: str = "us-central1"
+    vertex_credentials: str | None = None  # a service-account key file; unset: Application Default Credentials
+    bedrock_region: str | None = None  # unset: no Bedrock upstream (credentials: the standard AWS chain)
 
     connect_timeout: Duration = 5.0
     read_timeout: Duration = 600.0  # between bytes; long generations stream for minutes
@@ -100,12 +106,38 @@ class Settings(_Section):
     semantic: SemanticConfig = SemanticConfig()
     usage: UsageConfig = UsageConfig()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_vendor_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(k in _VENDOR_FIELDS for k in data):
+            return data
+        data = dict(data)
+        keys, urls = dict(data.get("api_keys") or {}), dict(data.get("base_urls") or {})
+        for name in [k for k in data if k in _VENDOR_FIELDS]:
+            vendor, kind = _VENDOR_FIELDS[name]
+            value = data.pop(name)
+            if value is not None:
+                (keys if kind == "api_key" else urls)[vendor] = value
+        data["api_keys"], data["base_urls"] = keys, urls
+        return data
+
     def vendor_key(self, provider: str) -> str | None:
-        secret = getattr(self, f"{provider}_api_key", None)
+        secret = self.api_keys.get(provider)
         return secret.get_secret_value() if secret else None
 
     def base_url(self, provider: str) -> str:
-        return str(getattr(self, f"{provider}_base_url")).rstrip("/")
+        return (self.base_urls.get(provider) or VENDOR_BASE_URLS.get(provider, "")).rstrip("/")
+
+    if not TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any:
+            # `settings.openai_base_url` and the like, as the config file spells them
+            found = _VENDOR_FIELDS.get(name)
+            if found is None:
+                return super().__getattr__(name)
+            vendor, kind = found
+            if kind == "api_key":
+                return self.api_keys.get(vendor)
+            return self.base_urls.get(vendor) or VENDOR_BASE_URLS[vendor]
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, env: dict[str, str] | None = None,
@@ -130,15 +162,13 @@ _ENV = {
     "GATEWAY_POLICIES": "policies",
     "GATEWAY_ADMIN_KEY": "admin_key",
     "GATEWAY_EMBEDDING_MODEL": "embedding_model",
-    "OPENAI_API_KEY": "openai_api_key",
-    "ANTHROPIC_API_KEY": "anthropic_api_key",
-    "GEMINI_API_KEY": "gemini_api_key",
-    "DEEPSEEK_API_KEY": "deepseek_api_key",
-    "GATEWAY_OPENAI_BASE_URL": "openai_base_url",
-    "GATEWAY_ANTHROPIC_BASE_URL": "anthropic_base_url",
-    "GATEWAY_GEMINI_BASE_URL": "gemini_base_url",
-    "GATEWAY_DEEPSEEK_BASE_URL": "deepseek_base_url",
     "GATEWAY_VLLM_ENDPOINTS": "vllm_endpoints",
+    "GATEWAY_AZURE_OPENAI_API_VERSION": "azure_openai_api_version",
+    "GATEWAY_VERTEX_PROJECT": "vertex_project",
+    "GATEWAY_VERTEX_LOCATION": "vertex_location",
+    "GOOGLE_APPLICATION_CREDENTIALS": "vertex_credentials",
+    "GATEWAY_BEDROCK_REGION": "bedrock_region",
+    **_VENDOR_ENV,
 }
 
 

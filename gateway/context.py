@@ -14,9 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gateway.answer import Answer
+    from gateway.pipeline import Stage
     from gateway.policy.models import TenantPolicy
-    from gateway.protocols.base import Conversation, ProtocolAdapter
+    from gateway.protocols.base import Conversation, ProtocolAdapter, SSEFilter
     from gateway.provider_cache.breaks import PrefixCheck
+    from gateway.rewrite.layout import Layout
+    from gateway.signing.base import Signer
+    from gateway.vendors.spec import VendorSpec
 
 
 @dataclass(eq=False)
@@ -28,7 +32,11 @@ class RequestContext:
     body: dict[str, Any]
     path_model: str | None = None
     path_stream: bool = False
-    endpoint: str = ""  # e.g. "chat", "responses", "messages", "generate"
+    endpoint: str = ""  # e.g. "chat", "responses", "messages", "generate", "converse"
+    api_version: str | None = None  # Gemini's API version from the path (v1 | v1beta)
+    method: str = "POST"  # the HTTP method, sent upstream as it came (pass-through endpoints)
+    native_path: str = ""  # pass-through endpoints: the vendor path asked for (cachedContents ownership)
+    path_params: dict[str, str] = field(default_factory=dict)  # e.g. a native Vertex request's `location`
     started: float = field(default_factory=time.perf_counter)
     created_at: float = field(default_factory=time.time)
 
@@ -47,15 +55,24 @@ class RequestContext:
     model: str = ""
     stream: bool = False
     provider: str = ""  # openai | anthropic | gemini | deepseek | vllm | a configured upstream name
+    vendor: VendorSpec | None = None  # the provider's declared spec (gateway/vendors)
+    signer: Signer | None = field(default=None, repr=False)  # adds the upstream credential when sent
+    upstream_key: str | None = field(default=None, repr=False)  # the credential chosen (BYOK: the caller's)
     upstream_adapter: ProtocolAdapter | None = None  # the protocol spoken upstream
     upstream_body: dict[str, Any] = field(default_factory=dict)
     upstream_path: str = ""  # path (and query) below the provider's base URL
     upstream_headers: dict[str, str] = field(default_factory=dict, repr=False)
     upstream_base_url: str = ""  # set by routing for pools, else the provider's base URL
     replica: str | None = None
+    # A same-protocol stream relayed with a filter (drops the usage chunk the gateway asked for)
+    sse_filter: SSEFilter | None = field(default=None, repr=False)
+    # Where the stable prefix ends, as the rewrite stage left it (gateway/rewrite/layout.py)
+    rewrite: Layout | None = None
 
     # outcome
-    cache_status: str = "miss"  # response-hit | semantic-hit | miss | bypass
+    # response-hit | semantic-hit | miss | bypass. `bypass` until a layer is consulted: a request
+    # refused before the caches (401, 400) consulted none.
+    cache_status: str = "bypass"
     similarity: float | None = None
     answer: Answer | None = None  # set only for a complete, successful answer (live or cached)
     # Who produced `answer`: "upstream" (a live call), "response-cache", "semantic-cache", or
@@ -73,8 +90,10 @@ class RequestContext:
     # Fields stages add to the usage record (prompt_cache_key, cache_retention, rewrite and
     # provider-cache decisions, saved cost of a hit ...).
     record: dict[str, Any] = field(default_factory=dict)
-    # Per-stage scratch space, keyed by stage name.
+    # Per-stage scratch space, keyed by stage name: each stage's own state, read by no other module.
     scratch: dict[str, Any] = field(default_factory=dict)
+    ran: list[Stage] = field(default_factory=list, repr=False)  # stages whose before() ran
+    finished: bool = False  # the request's end was handled (post-stages scheduled, log written)
     _conversation: Conversation | None = field(default=None, repr=False)
 
     @property

@@ -3,6 +3,7 @@ protocol adapter (or by `vendor_error_body` before the adapter is known), never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -34,13 +35,32 @@ _GEMINI_STATUS = {
 }
 
 
+ErrorShape = Callable[[int, str, str | None], dict[str, Any]]
+
+
+def _openai(status: int, message: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": _OPENAI_TYPES.get(status, "server_error"), "param": None,
+                      "code": code}}
+
+
+def _anthropic(status: int, message: str, code: str | None) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": code or _ANTHROPIC_TYPES.get(status, "api_error"), "message": message}}
+
+
+def _gemini(status: int, message: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"code": status, "message": message, "status": code or _GEMINI_STATUS.get(status, "UNKNOWN")}}
+
+
+def _bedrock(status: int, message: str, code: str | None) -> dict[str, Any]:
+    # rest-json: the type travels in the `x-amzn-ErrorType` header (bedrock_converse.error_headers)
+    return {"message": message}
+
+
+# error dialect (a protocol adapter's `vendor`, a vendor spec's `error_shape`) → its shape
+ERROR_SHAPES: dict[str, ErrorShape] = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini,
+                                       "bedrock": _bedrock}
+
+
 def vendor_error_body(vendor: str, status: int, message: str, code: str | None = None) -> dict[str, Any]:
-    """The error body `vendor`'s SDK expects for `status`."""
-    if vendor == "anthropic":
-        return {"type": "error", "error": {"type": code or _ANTHROPIC_TYPES.get(status, "api_error"),
-                                           "message": message}}
-    if vendor == "gemini":
-        return {"error": {"code": status, "message": message,
-                          "status": code or _GEMINI_STATUS.get(status, "UNKNOWN")}}
-    return {"error": {"message": message, "type": _OPENAI_TYPES.get(status, "server_error"),
-                      "param": None, "code": code}}
+    """The error body `vendor`'s SDK expects for `status` (OpenAI's shape for an unknown dialect)."""
+    return ERROR_SHAPES.get(vendor, _openai)(status, message, code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -10,6 +11,10 @@ from typing import Any
 import orjson
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+# Attributes other libraries hang on every record: uvicorn's `color_message` (the message again, with
+# terminal colour codes) and litellm's redaction marker (an object, printed as `<object at 0x…>`).
+_FOREIGN = {"color_message", "taskName"}
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class JsonFormatter(logging.Formatter):
@@ -19,10 +24,11 @@ class JsonFormatter(logging.Formatter):
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "pid": record.process,  # several `serve --workers` processes write to one stream
+            "msg": _ANSI.sub("", record.getMessage()),
         }
         for key, value in record.__dict__.items():
-            if key not in _STANDARD and not key.startswith("_"):
+            if key not in _STANDARD and key not in _FOREIGN and not key.startswith(("_", "litellm")):
                 entry[key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)

@@ -14,6 +14,12 @@ usage record is written, so "upstream → usage → store" reads bottom-up in th
 A stage's own failure is logged, counted and skipped, never returned to the caller (the layer
 fails open). Only a `GatewayError` — a deliberate refusal such as "no replica can serve this" —
 ends the request.
+
+Beyond `before()`/`after()`, a stage may declare optional hooks, each a Protocol below, that the
+pipeline dispatches to the stages whose `before()` ran: `on_event` (the upstream answer's events as
+they arrive), `keeps_upstream` (other requests still wait on this one's upstream answer),
+`on_abandoned` (the request ended without a complete answer), `on_upstream_error` (repair a request the
+upstream refused) and `purge` (the admin purge of its layer).
 """
 
 from __future__ import annotations
@@ -21,25 +27,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from gateway.answer import Answer, Event
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 
 log = logging.getLogger("gateway.pipeline")
-
-# The handler calls every callable in ctx.scratch[EVENT_TAPS] with each neutral event it parses from
-# the upstream answer, as it arrives: that is how single-flight followers get a leader's stream live.
-EVENT_TAPS = "event_taps"
-# Callables in ctx.scratch[UPSTREAM_WANTED] say whether other requests still wait on this one's upstream
-# answer (a single-flight leader's followers). While one says yes, a stream whose own client left is
-# read to the end for them instead of being cut (and their streams with it).
-UPSTREAM_WANTED = "upstream_wanted"
-# Callables in ctx.scratch[UPSTREAM_FAILED] run the moment a request ends without a complete answer
-# (before its post-stages, which run later in the background): a single-flight leader releases its
-# followers then, so none joins a flight whose leader is already gone.
-UPSTREAM_FAILED = "upstream_failed"
 
 # (stage name, phase) -> None; the metrics module counts stage failures through it.
 StageErrorHook = Callable[[str, str], None]
@@ -59,6 +53,9 @@ class Stage:
     """Base class of a layer. Override what the layer needs; the defaults do nothing."""
 
     name: ClassVar[str] = "stage"
+    # Runs for the pass-through endpoints too (embeddings, token counts, cachedContents), which skip
+    # the caching layers: usage recording and routing.
+    light: ClassVar[bool] = False
 
     async def before(self, ctx: RequestContext) -> Hit | None:
         return None
@@ -73,16 +70,96 @@ class Stage:
         """Called once on shutdown (flush buffers, close connections)."""
 
 
+# ---- optional hooks ----------------------------------------------------------------------------
+
+
+@runtime_checkable
+class EventHook(Protocol):
+    """Sees the upstream answer's neutral events as they arrive (a single-flight leader's followers get
+    its stream live through it)."""
+
+    def listens(self, ctx: RequestContext) -> bool:
+        """True when `on_event` wants this request's events (asked once, when the answer starts)."""
+        ...
+
+    def on_event(self, ctx: RequestContext, event: Event) -> None: ...
+
+
+@runtime_checkable
+class KeepsUpstream(Protocol):
+    """Says whether other requests still wait on this request's upstream answer: while one does, a
+    stream whose own client left is read to the end for them instead of being cut."""
+
+    def keeps_upstream(self, ctx: RequestContext) -> bool: ...
+
+
+@runtime_checkable
+class OnAbandoned(Protocol):
+    """Called the moment a request ends without a complete answer, before its post-stages (which run
+    later, in the background): a single-flight leader releases its followers then."""
+
+    def on_abandoned(self, ctx: RequestContext) -> None: ...
+
+
+@runtime_checkable
+class OnUpstreamError(Protocol):
+    async def on_upstream_error(self, ctx: RequestContext, status: int, body: bytes) -> bool:
+        """An upstream error before any byte was relayed: True when the stage rewrote the request so
+        that sending it again can succeed (a vendor cache the gateway made expired upstream)."""
+        ...
+
+
+@runtime_checkable
+class Purges(Protocol):
+    async def purge(self, tenant: str, version: str | None = None) -> int:
+        """Delete the tenant's entries of this layer (the admin purge); how many."""
+        ...
+
+
 class Pipeline:
     def __init__(self, stages: Sequence[Stage], on_stage_error: StageErrorHook | None = None) -> None:
         self.stages = list(stages)
         self._on_error = on_stage_error
+        self._event_hooks = [s for s in self.stages if isinstance(s, EventHook)]
+        self._keepers = [s for s in self.stages if isinstance(s, KeepsUpstream)]
+        self._abandoned = [s for s in self.stages if isinstance(s, OnAbandoned)]
+        self._repairers = [s for s in self.stages if isinstance(s, OnUpstreamError)]
 
     def stage(self, name: str) -> Stage | None:
         return next((s for s in self.stages if s.name == name), None)
 
+    def light(self) -> Pipeline:
+        """The stages that run for the pass-through endpoints."""
+        return Pipeline([s for s in self.stages if s.light], self._on_error)
+
+    # ---- hook dispatch: to the stages whose before() ran -------------------------------------------
+    def listeners(self, ctx: RequestContext) -> list[EventHook]:
+        return [s for s in self._event_hooks if s in ctx.ran and s.listens(ctx)]
+
+    def keeps_upstream(self, ctx: RequestContext) -> bool:
+        return any(s.keeps_upstream(ctx) for s in self._keepers if s in ctx.ran)
+
+    def abandoned(self, ctx: RequestContext) -> None:
+        for stage in self._abandoned:
+            if stage in ctx.ran:
+                try:
+                    stage.on_abandoned(ctx)
+                except Exception as exc:  # never let a stage's hook fail the request's end
+                    self._failed(stage, "abandoned", ctx, exc)
+
+    async def on_upstream_error(self, ctx: RequestContext, status: int, body: bytes) -> bool:
+        for stage in self._repairers:
+            if stage in ctx.ran and await stage.on_upstream_error(ctx, status, body):
+                return True
+        return False
+
+    @property
+    def repairs(self) -> bool:
+        return bool(self._repairers)
+
+    # ---- the request path ----------------------------------------------------------------------------
     async def before(self, ctx: RequestContext) -> Hit | None:
-        ran: list[Stage] = ctx.scratch.setdefault("_ran", [])
+        ran = ctx.ran
         for stage in self.stages:
             ran.append(stage)
             try:
@@ -97,8 +174,7 @@ class Pipeline:
         return None
 
     async def after(self, ctx: RequestContext) -> None:
-        ran: list[Stage] = ctx.scratch.get("_ran", [])
-        for stage in reversed(ran):
+        for stage in reversed(ctx.ran):
             try:
                 await stage.after(ctx)
             except Exception as exc:
@@ -116,6 +192,7 @@ class Pipeline:
                 log.exception("stage %s failed to stop: %s", stage.name, exc)
 
     def _failed(self, stage: Stage, phase: str, ctx: RequestContext, exc: BaseException) -> None:
+        """Logged, counted, skipped: a layer fails open."""
         log.warning(
             "stage failed; skipped",
             extra={"stage": stage.name, "phase": phase, "request_id": ctx.request_id,

@@ -1,95 +1,78 @@
-"""Which upstream serves a model, where it lives, and how it wants its key.
+"""Which upstream serves a model, where it lives, and which credential it gets.
 
 Routing by name follows the contract: a `vllm/` prefix or a name the vLLM pool serves goes to the
-pool; configured OpenAI-compatible upstreams by their patterns; then the vendors' own families.
-Native Anthropic and Gemini requests always go to their own vendor.
+pool; configured OpenAI-compatible upstreams by their patterns; then the built-in vendors' patterns in
+the registry's order (`gateway/vendors/registry.py`). Native Anthropic and Gemini requests always go
+to their own vendor (their specs own those client protocols).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gateway.config import Settings, UpstreamConfig
-
-# protocol spoken upstream by provider kind
-OPENAI_COMPATIBLE = "openai"
+from gateway.config import Settings
+from gateway.vendors import compatible, registry
+from gateway.vendors.spec import Signer, VendorSpec
 
 
 @dataclass(frozen=True, slots=True)
 class Provider:
-    name: str  # openai | anthropic | gemini | deepseek | vllm | <configured upstream name>
-    vendor: str  # the wire dialect: openai | anthropic | gemini
+    """A vendor spec bound to this gateway's settings: its base URL and signer."""
+
+    spec: VendorSpec
     base_url: str  # as the vendor's SDK takes it (OpenAI-compatible ones include /v1); "" for the vLLM pool
-    key_header: str  # header that carries the upstream key
-    usage_dialect: str  # openai | anthropic | gemini | deepseek
-    key_env: str | None = None  # for configured upstreams: env var holding their key
+    signer: Signer
 
-    def auth_headers(self, key: str) -> dict[str, str]:
-        if self.key_header == "authorization":
-            return {"authorization": f"Bearer {key}"}
-        return {self.key_header: key}
-
-
-_O_SERIES = re.compile(r"^o\d")
-_OPENAI_PATTERNS = ("gpt-*", "chatgpt-*", "text-embedding-*", "omni-moderation-*", "davinci-*", "babbage-*")
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
 class ProviderTable:
     """Resolves model names; `pool_serves` asks the vLLM pool (None when there is no pool)."""
 
-    def __init__(self, settings: Settings, pool_serves: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, settings: Settings, pool_serves: Callable[[str], bool] | None = None,
+                 vendors: tuple[VendorSpec, ...] = registry.BUILTIN) -> None:
         self.settings = settings
         self.pool_serves = pool_serves
-        self.builtin = {
-            "openai": Provider("openai", "openai", settings.base_url("openai"), "authorization", "openai"),
-            "anthropic": Provider("anthropic", "anthropic", settings.base_url("anthropic"), "x-api-key", "anthropic"),
-            "gemini": Provider("gemini", "gemini", settings.base_url("gemini"), "x-goog-api-key", "gemini"),
-            "deepseek": Provider("deepseek", "openai", settings.base_url("deepseek"), "authorization", "deepseek"),
-            "vllm": Provider("vllm", "openai", "", "authorization", "openai"),
-        }
-        self.configured: list[tuple[UpstreamConfig, Provider]] = [
-            (
-                up,
-                Provider(up.name, "openai", up.base_url.rstrip("/"), "authorization", up.usage_dialect,
-                         key_env=up.api_key[4:] if up.api_key and up.api_key.startswith("env:") else None),
-            )
-            for up in settings.upstreams
-        ]
+        self.builtin = {spec.name: self._bind(spec) for spec in vendors}
+        self.pool = next((p for p in self.builtin.values() if p.spec.pooled), None)
+        self.configured = [self._bind(compatible.spec_for(up)) for up in settings.upstreams]
+        self._named = [p for p in self.builtin.values() if not p.spec.pooled]
+        self._owners = {protocol: p for p in self.builtin.values() for protocol in p.spec.owns_clients}
+        # `bedrock/…`, `vertex_ai/…`, `azure/…` name their platform through every client protocol
+        self._prefixed = [p for p in self._named if p.spec.route_prefix is not None]
+
+    def _bind(self, spec: VendorSpec) -> Provider:
+        configured = None if spec.configured or spec.pooled else self.settings.base_urls.get(spec.name)
+        return Provider(spec, (configured or spec.default_base_url).rstrip("/"), spec.signer(self.settings))
 
     def get(self, name: str) -> Provider | None:
-        return self.builtin.get(name) or next((p for _, p in self.configured if p.name == name), None)
+        return self.builtin.get(name) or next((p for p in self.configured if p.name == name), None)
 
-    def for_model(self, model: str, client_vendor: str) -> Provider | None:
-        """The provider for `model` asked through `client_vendor`'s protocol (None: unknown model)."""
-        if client_vendor in ("anthropic", "gemini"):
-            return self.builtin[client_vendor]
-        if model.startswith("vllm/"):
-            return self.builtin["vllm"] if self.pool_serves is not None else None
-        for upstream, provider in self.configured:
-            if any(fnmatch.fnmatchcase(model, pattern) for pattern in upstream.models):
+    def for_model(self, model: str, client_protocol: str) -> Provider | None:
+        """The provider for `model` asked through the `client_protocol` (None: unknown model)."""
+        prefixed = next((p for p in self._prefixed if model.startswith(p.spec.route_prefix or "\0")), None)
+        if prefixed is not None:
+            return prefixed  # a protocol it cannot be translated to is refused by the translator (400)
+        owner = self._owners.get(client_protocol)
+        if owner is not None:
+            return owner
+        pool = self.pool
+        if pool is not None and pool.spec.route_prefix is not None and model.startswith(pool.spec.route_prefix):
+            return pool if self.pool_serves is not None else None
+        for provider in self.configured:
+            if provider.spec.serves(model):
                 return provider
-        if self.pool_serves is not None and self.pool_serves(model):
-            return self.builtin["vllm"]
-        if model.startswith("claude-"):
-            return self.builtin["anthropic"]
-        if model.startswith("gemini-"):
-            return self.builtin["gemini"]
-        if model.startswith("deepseek-"):
-            return self.builtin["deepseek"]
-        if _O_SERIES.match(model) or any(fnmatch.fnmatchcase(model, p) for p in _OPENAI_PATTERNS):
-            return self.builtin["openai"]
-        return None
+        if pool is not None and self.pool_serves is not None and self.pool_serves(model):
+            return pool
+        return next((p for p in self._named if p.spec.serves(model)), None)
 
     def upstream_key(self, provider: Provider) -> str | None:
         """The gateway's own key for `provider` (None: not configured)."""
-        if provider.key_env is not None:
-            return os.environ.get(provider.key_env) or None
-        if provider.name in ("openai", "anthropic", "gemini", "deepseek"):
-            return self.settings.vendor_key(provider.name)
-        if provider.name == "vllm":
-            return "EMPTY"  # vLLM accepts any key unless started with --api-key
-        return None
+        spec = provider.spec
+        if spec.configured:
+            return (os.environ.get(spec.key_env) or None) if spec.key_env else None
+        return self.settings.vendor_key(spec.name) or spec.default_key

@@ -11,6 +11,20 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 
 _MAX_HEADER_VALUE = 256
+_MAX_GATEWAY_HEADERS = 32  # x-gateway-* headers on one request
+
+
+def check_gateway_headers(ctx: RequestContext) -> None:
+    """Every `x-gateway-*` header is bounded on every endpoint, read by the gateway or not: they end
+    up in logs, usage records and cache scopes."""
+    count = 0
+    for name, value in ctx.headers.items():
+        if name.startswith("x-gateway-"):
+            count += 1
+            if len(value) > _MAX_HEADER_VALUE:
+                raise GatewayError(400, f"Header {name[:64]} is longer than {_MAX_HEADER_VALUE} characters.")
+    if count > _MAX_GATEWAY_HEADERS:
+        raise GatewayError(400, f"More than {_MAX_GATEWAY_HEADERS} x-gateway-* headers.")
 
 
 def _short(ctx: RequestContext, name: str) -> str | None:
@@ -23,6 +37,7 @@ def _short(ctx: RequestContext, name: str) -> str | None:
 
 
 def apply_policy(ctx: RequestContext) -> None:
+    check_gateway_headers(ctx)
     directives = {d.strip().split("=", 1)[0].lower() for d in ctx.headers.get("cache-control", "").split(",")}
     ctx.no_store = "no-store" in directives
     ctx.no_cache = ctx.no_store or "no-cache" in directives

@@ -8,29 +8,54 @@ Four shapes, each stream or not:
   usage and the caches;
 - an upstream answer in another protocol (cross-protocol): parsed into events and re-rendered.
 
-`ctx.answer` is set only when the answer is complete and successful; `done(ctx)` then runs the
-post-stages (usage, stores) in the background, so they never delay the client.
+`ctx.answer` is set only when the answer is complete and successful; `owner.done(ctx)` then runs the
+post-stages (usage, stores) in the background, so they never delay the client. The owner (the
+`Gateway`) also dispatches the stages' stream hooks and keeps the background readers of streams whose
+client left while single-flight followers wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Protocol
 
 import orjson
 from starlette.responses import Response, StreamingResponse
 
 from gateway.answer import Answer, AnswerBuilder, Event
+from gateway.cache.stale import stale_headers
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
-from gateway.pipeline import EVENT_TAPS, UPSTREAM_WANTED, Hit
+from gateway.pipeline import EventHook, Hit
 from gateway.protocols.base import SSEFilter, StreamParser
+from gateway.protocols.sse import SSESplitter
 from gateway.upstream.call import Upstream
 
 log = logging.getLogger("gateway.respond")
 
-Done = Callable[[RequestContext], None]
+
+
+class Owner(Protocol):
+    """What the responses need from the gateway that owns the request."""
+
+    def done(self, ctx: RequestContext) -> None:
+        """The request is over: post-stages in the background, the access log."""
+        ...
+
+    def listeners(self, ctx: RequestContext) -> Sequence[EventHook]:
+        """The stages that see this request's upstream events live."""
+        ...
+
+    def keeps_upstream(self, ctx: RequestContext) -> bool:
+        """Other requests still wait on this request's upstream answer."""
+        ...
+
+    def keep_reading(self, task: asyncio.Task[None]) -> None:
+        """Hold a background reader of an upstream stream (awaited on shutdown)."""
+        ...
+
 REPLAY_CHUNK_CHARS = 48  # a replayed stream arrives in word-sized pieces, like a live one
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ANSWERED_BY = {"response-hit": "response-cache", "semantic-hit": "semantic-cache"}
@@ -44,6 +69,8 @@ def gateway_headers(ctx: RequestContext) -> dict[str, str]:
         cause = ctx.prefix.header(ctx)
         if cause:
             headers["x-gateway-prefix-break"] = cause
+    if "stale" in ctx.record:
+        headers.update(stale_headers(ctx))
     return headers
 
 
@@ -55,22 +82,30 @@ def json_response(ctx: RequestContext, status: int, body: bytes, extra: dict[str
     return Response(body, status_code=status, headers=headers, media_type="application/json")
 
 
+def error_headers(ctx: RequestContext, status: int, code: str | None = None) -> dict[str, str] | None:
+    """Headers an error needs in the caller's protocol (Bedrock's type travels in `x-amzn-ErrorType`)."""
+    extra = getattr(ctx.adapter, "error_headers", None)
+    return extra(status, code) if extra is not None else None
+
+
 def error_response(ctx: RequestContext, exc: GatewayError) -> Response:
     ctx.status, ctx.error = exc.status, exc.message
     body = ctx.adapter.error_body(exc.status, exc.message, exc.code)
-    return json_response(ctx, exc.status, orjson.dumps(body))
+    return json_response(ctx, exc.status, orjson.dumps(body), error_headers(ctx, exc.status, exc.code))
 
 
 def _stream(ctx: RequestContext, body: AsyncIterator[bytes], extra: dict[str, str] | None = None) -> Response:
     headers = {**(extra or {}), **_SSE_HEADERS, **gateway_headers(ctx)}
     headers.pop("content-type", None)
-    return StreamingResponse(body, status_code=200, headers=headers, media_type="text/event-stream")
+    # SSE for every protocol but Bedrock's ConverseStream (AWS event-stream frames)
+    media_type = getattr(ctx.adapter, "stream_media_type", "text/event-stream")
+    return StreamingResponse(body, status_code=200, headers=headers, media_type=media_type)
 
 
 # ---- cached answers ---------------------------------------------------------------------------
 
 
-def respond_hit(ctx: RequestContext, hit: Hit, done: Done) -> Response:
+def respond_hit(ctx: RequestContext, hit: Hit, owner: Owner) -> Response:
     ctx.cache_status = hit.status
     ctx.similarity = hit.similarity
     ctx.answered_by = _ANSWERED_BY.get(hit.status, "single-flight")
@@ -79,29 +114,29 @@ def respond_hit(ctx: RequestContext, hit: Hit, done: Done) -> Response:
         # (Anthropic's prompt usage in message_start, refusals, thought signatures).
         _complete(ctx, hit.answer, ctx.answered_by)
         if ctx.stream:
-            return _stream(ctx, _replay(ctx, hit.answer, done))
+            return _stream(ctx, _replay(ctx, hit.answer, owner))
         ctx.ttft_s = ctx.elapsed()
         body = orjson.dumps(ctx.adapter.render_answer(hit.answer, ctx.body, ctx.request_id))
-        _finish(ctx, done)
+        _finish(ctx, owner)
         return json_response(ctx, 200, body)
     if hit.events is None:
         raise ValueError("a Hit carries an answer or events")
     if ctx.stream:
-        return _stream(ctx, _render_events(ctx, hit.events, done))
-    return _GatheredResponse(ctx, _gather(ctx, hit.events, done))
+        return _stream(ctx, _render_events(ctx, hit.events, owner))
+    return _GatheredResponse(ctx, _gather(ctx, hit.events, owner))
 
 
-async def _replay(ctx: RequestContext, answer: Answer, done: Done) -> AsyncIterator[bytes]:
+async def _replay(ctx: RequestContext, answer: Answer, owner: Owner) -> AsyncIterator[bytes]:
     try:
         for chunk in ctx.adapter.replay(answer, ctx.body, ctx.request_id, _wants_usage(ctx), REPLAY_CHUNK_CHARS):
             if ctx.ttft_s is None:
                 ctx.ttft_s = ctx.elapsed()
             yield chunk
     finally:
-        _finish(ctx, done)
+        _finish(ctx, owner)
 
 
-async def _render_events(ctx: RequestContext, events: AsyncIterator[Event], done: Done) -> AsyncIterator[bytes]:
+async def _render_events(ctx: RequestContext, events: AsyncIterator[Event], owner: Owner) -> AsyncIterator[bytes]:
     """A follower's stream: another request's upstream answer, rendered as it arrives."""
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
     builder = AnswerBuilder(ctx.provider)
@@ -119,10 +154,10 @@ async def _render_events(ctx: RequestContext, events: AsyncIterator[Event], done
         else:
             yield renderer.error(502, "The upstream answer this request was waiting for failed.")
     finally:
-        _finish(ctx, done)
+        _finish(ctx, owner)
 
 
-async def _gather(ctx: RequestContext, events: AsyncIterator[Event], done: Done) -> AsyncIterator[bytes]:
+async def _gather(ctx: RequestContext, events: AsyncIterator[Event], owner: Owner) -> AsyncIterator[bytes]:
     """A follower's non-stream answer: wait for the whole feed, answer in one piece."""
     builder = AnswerBuilder(ctx.provider)
     try:
@@ -135,7 +170,7 @@ async def _gather(ctx: RequestContext, events: AsyncIterator[Event], done: Done)
         ctx.ttft_s = ctx.elapsed()
         yield orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
     finally:
-        _finish(ctx, done)
+        _finish(ctx, owner)
 
 
 class _GatheredResponse(Response):
@@ -158,32 +193,33 @@ class _GatheredResponse(Response):
 # ---- upstream answers -------------------------------------------------------------------------
 
 
-async def respond_upstream(ctx: RequestContext, up: Upstream, done: Done) -> Response:
+async def respond_upstream(ctx: RequestContext, up: Upstream, owner: Owner) -> Response:
     if ctx.ttft_s is None and not ctx.stream:
         ctx.ttft_s = ctx.elapsed()
     if up.status >= 400 or not (ctx.stream and up.is_event_stream):
-        return await _whole(ctx, up, done)
+        return await _whole(ctx, up, owner)
     upstream_adapter = ctx.upstream_adapter or ctx.adapter
     parser = upstream_adapter.stream_parser(ctx.provider)
     if ctx.translated:
-        return _stream(ctx, _translate_stream(ctx, up, parser, done))
-    sse_filter: SSEFilter | None = ctx.scratch.get("sse_filter")
+        return _stream(ctx, _translate_stream(ctx, up, parser, owner))
+    sse_filter: SSEFilter | None = ctx.sse_filter
     extra = {k: v for k, v in up.headers.items() if k.startswith(("x-", "openai-", "anthropic-", "request-id"))}
-    return _stream(ctx, _relay_stream(ctx, up, parser, sse_filter, done), extra)
+    return _stream(ctx, _relay_stream(ctx, up, parser, sse_filter, owner), extra)
 
 
-async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
+async def _whole(ctx: RequestContext, up: Upstream, owner: Owner) -> Response:
     try:
         raw = await up.response.read()
     except Exception as exc:
         up.close()
-        _finish(ctx, done)
+        _finish(ctx, owner)
         raise GatewayError(502, f"The upstream ({ctx.provider}) broke off its answer.") from exc
     up.release()
     ctx.status = up.status
     upstream_adapter = ctx.upstream_adapter or ctx.adapter
     answer: Answer | None = None
     body = raw
+    extra_error: dict[str, str] | None = None
     if up.status < 400:
         try:
             answer = upstream_adapter.parse_answer(orjson.loads(raw), ctx.provider)
@@ -192,7 +228,9 @@ async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
         if answer is not None and ctx.translated:
             body = orjson.dumps(ctx.adapter.render_answer(answer, ctx.body, ctx.request_id))
     elif ctx.translated:
-        body = orjson.dumps(ctx.adapter.error_body(up.status, *upstream_adapter.parse_error(up.status, raw)))
+        message, code = upstream_adapter.parse_error(up.status, raw)
+        body = orjson.dumps(ctx.adapter.error_body(up.status, message, code))
+        extra_error = error_headers(ctx, up.status, code)
     elif not _is_json(raw):
         # e.g. a proxy's "502 Bad Gateway" page in front of a replica: relayed as JSON in the
         # caller's vendor shape, since the response says application/json
@@ -203,20 +241,20 @@ async def _whole(ctx: RequestContext, up: Upstream, done: Done) -> Response:
     else:
         ctx.error = ctx.error or f"upstream status {up.status}"
     ctx.latency_s = ctx.elapsed()
-    _finish(ctx, done)
-    extra = None if ctx.translated else up.headers
+    _finish(ctx, owner)
+    extra = extra_error if ctx.translated else up.headers
     return json_response(ctx, up.status, body, extra)
 
 
 async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser, sse_filter: SSEFilter | None,
-                        done: Done) -> AsyncIterator[bytes]:
+                        owner: Owner) -> AsyncIterator[bytes]:
     splitter = SSESplitter() if sse_filter is not None else None
-    with _Relaying(ctx, up, parser, done) as relaying:
+    with _Relaying(ctx, up, parser, owner) as relaying:
         taps = relaying.taps
         async for chunk in up.response.content.iter_any():
             events = parser.feed(chunk)
             if taps:
-                _tap(taps, events)
+                _tap(ctx, taps, events)
             if splitter is not None:
                 out = b"".join(
                     kept + b"\n\n" for ev in splitter.feed(chunk) if (kept := sse_filter(ev)) is not None  # type: ignore[misc]
@@ -228,20 +266,20 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
                     ctx.ttft_s = ctx.elapsed()
                 yield out
         relaying.reading = False
-        _tap(taps, parser.end())
+        _tap(ctx, taps, parser.end())
         if splitter is not None and (rest := splitter.rest()) and (kept := sse_filter(rest)) is not None:  # type: ignore[misc]
             yield kept + b"\n\n"
         _complete(ctx, parser.answer(), "upstream")
 
 
 async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
-                            done: Done) -> AsyncIterator[bytes]:
+                            owner: Owner) -> AsyncIterator[bytes]:
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
-    with _Relaying(ctx, up, parser, done) as relaying:
+    with _Relaying(ctx, up, parser, owner) as relaying:
         taps = relaying.taps
         async for chunk in up.response.content.iter_any():
             events = parser.feed(chunk)
-            _tap(taps, events)
+            _tap(ctx, taps, events)
             out = b"".join(renderer.render(ev) for ev in events)
             if out:
                 if ctx.ttft_s is None:
@@ -249,7 +287,7 @@ async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamPar
                 yield out
         relaying.reading = False
         events = parser.end()
-        _tap(taps, events)
+        _tap(ctx, taps, events)
         tail = b"".join(renderer.render(ev) for ev in events)
         answer = parser.answer()
         if answer is not None:
@@ -267,9 +305,9 @@ class _Relaying:
     on this upstream answer (single-flight followers): cutting it would cut their streams too, so it
     is read to the end for them in the background and stored like any complete answer."""
 
-    def __init__(self, ctx: RequestContext, up: Upstream, parser: StreamParser, done: Done) -> None:
-        self.ctx, self.up, self.parser, self.done = ctx, up, parser, done
-        self.taps: Sequence[Callable[[Event], None]] = ctx.scratch.get(EVENT_TAPS) or ()
+    def __init__(self, ctx: RequestContext, up: Upstream, parser: StreamParser, owner: Owner) -> None:
+        self.ctx, self.up, self.parser, self.owner = ctx, up, parser, owner
+        self.taps: Sequence[EventHook] = owner.listeners(ctx)
         self.reading = True  # False once the whole upstream stream is in
 
     def __enter__(self) -> _Relaying:
@@ -279,52 +317,38 @@ class _Relaying:
         if kind is not None and issubclass(kind, (asyncio.CancelledError, GeneratorExit)) and self._client_left():
             return
         self.up.close()
-        _finish(self.ctx, self.done)
+        _finish(self.ctx, self.owner)
 
     def _client_left(self) -> bool:
         """True when the stream was handed to a background reader for the followers."""
         ctx = self.ctx
-        if not any(wanted() for wanted in ctx.scratch.get(UPSTREAM_WANTED) or ()):
+        if not self.owner.keeps_upstream(ctx):
             return False
         ctx.latency_s = ctx.elapsed()  # what this client saw
         if not self.reading:  # the whole upstream answer is in: only its last bytes to this client were lost
             _complete(ctx, self.parser.answer(), "upstream")
             return False
         try:
-            task = asyncio.get_running_loop().create_task(_read_rest(ctx, self.up, self.parser, self.taps, self.done))
+            task = asyncio.get_running_loop().create_task(_read_rest(ctx, self.up, self.parser, self.taps, self.owner))
         except RuntimeError:  # the loop is closing: nobody is left to wait
             return False
-        _READING_FOR_FOLLOWERS.add(task)
-        task.add_done_callback(_READING_FOR_FOLLOWERS.discard)
+        self.owner.keep_reading(task)
         return True
 
 
-# Background readers of upstream streams whose client left while followers wait (kept referenced).
-_READING_FOR_FOLLOWERS: set[asyncio.Task[None]] = set()
-
-
 async def _read_rest(ctx: RequestContext, up: Upstream, parser: StreamParser,
-                     taps: Iterable[Callable[[Event], None]], done: Done) -> None:
+                     taps: Iterable[EventHook], owner: Owner) -> None:
     try:
         async for chunk in up.response.content.iter_any():
-            _tap(taps, parser.feed(chunk))
-        _tap(taps, parser.end())
+            _tap(ctx, taps, parser.feed(chunk))
+        _tap(ctx, taps, parser.end())
         _complete(ctx, parser.answer(), "upstream")
     except Exception as exc:  # the upstream failed too: followers end like a cut stream
         log.info("upstream stream read for single-flight followers failed",
                  extra={"request_id": ctx.request_id, "error": f"{type(exc).__name__}: {exc}"})
     finally:
         up.close()
-        _finish(ctx, done)
-
-
-async def finish_background_reads(limit_s: float) -> None:
-    """Wait for upstream streams being read for followers (graceful shutdown), this loop's only
-    (several gateways, each on its own loop, share the process in tests and the demo)."""
-    loop = asyncio.get_running_loop()
-    mine = [t for t in _READING_FOR_FOLLOWERS if t.get_loop() is loop]
-    if mine:
-        await asyncio.wait(mine, timeout=limit_s)
+        _finish(ctx, owner)
 
 
 def _stream_failure(ctx: RequestContext, parser: StreamParser) -> tuple[str, str | None]:
@@ -342,11 +366,11 @@ def _is_json(raw: bytes) -> bool:
     return True
 
 
-def _tap(taps: Iterable[Callable[[Event], None]], events: list[Event]) -> None:
+def _tap(ctx: RequestContext, taps: Iterable[EventHook], events: list[Event]) -> None:
     """Live events to whoever listens (single-flight followers of this request's stream)."""
     for tap in taps:
         for event in events:
-            tap(event)
+            tap.on_event(ctx, event)
 
 
 def _wants_usage(ctx: RequestContext) -> bool:
@@ -360,39 +384,9 @@ def _complete(ctx: RequestContext, answer: Answer | None, by: str) -> None:
         ctx.answered_by = by
 
 
-def _finish(ctx: RequestContext, done: Done) -> None:
+def _finish(ctx: RequestContext, owner: Owner) -> None:
     if ctx.latency_s is None:
         ctx.latency_s = ctx.elapsed()
     if ctx.answer is None and ctx.error is None:
         ctx.error = "incomplete"
-    done(ctx)
-
-
-class SSESplitter:
-    """Splits a byte stream into complete SSE events (separator: a blank line, LF or CRLF)."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-
-    def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf + data if self._buf else data
-        if b"\r" not in buf:  # the usual case: one split, no per-event scanning
-            events = buf.split(b"\n\n")
-            self._buf = events.pop()
-            return events
-        events = []
-        while True:
-            lf, crlf = buf.find(b"\n\n"), buf.find(b"\r\n\r\n")
-            if lf < 0 and crlf < 0:
-                self._buf = buf
-                return events
-            if crlf >= 0 and (lf < 0 or crlf < lf):
-                events.append(buf[:crlf])
-                buf = buf[crlf + 4 :]
-            else:
-                events.append(buf[:lf])
-                buf = buf[lf + 2 :]
-
-    def rest(self) -> bytes:
-        rest, self._buf = self._buf.strip(), b""
-        return rest
+    owner.done(ctx)

@@ -50,18 +50,23 @@ def free_port(count: int = 1) -> int:
 class UvicornThread:
     """An ASGI app served by uvicorn on 127.0.0.1 in its own thread and event loop."""
 
-    def __init__(self, app: Any, port: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, app: Any, port: int | None = None, host: str = "127.0.0.1",
+                 tls: tuple[str, str] | None = None) -> None:
         self.host = host
         self.port = port or free_port()
+        self.tls = tls  # (certificate file, key file): serve HTTPS
+        ssl = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]} if tls else {}
         config = uvicorn.Config(app, host=host, port=self.port, loop="asyncio", http="httptools",
-                                log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10)
+                                log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10,
+                                **ssl)
         self.server = uvicorn.Server(config)
+        self.app = app
         self._thread: threading.Thread | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def start(self, timeout: float = 60.0) -> UvicornThread:
         def run() -> None:
@@ -77,6 +82,12 @@ class UvicornThread:
                 raise RuntimeError(f"the server on port {self.port} failed to start")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the server on port {self.port} did not start in {timeout} s")
+            time.sleep(0.01)
+        # A gateway whose tenants use a lazily loaded layer is ready once it has loaded (/readyz).
+        parts = getattr(getattr(self.app, "state", None), "components", None)
+        while parts is not None and not parts.ready:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the gateway on port {self.port} was not ready in {timeout} s")
             time.sleep(0.01)
         return self
 
@@ -129,7 +140,7 @@ class LocalGateway:
 
     def __init__(self, emulators: Any, tenants: Mapping[str, Mapping[str, Any]], folder: Path,
                  defaults: Mapping[str, Any] | None = None, stages: list[Any] | None = None,
-                 port: int | None = None, **settings: Any) -> None:
+                 port: int | None = None, tls: tuple[str, str] | None = None, **settings: Any) -> None:
         from gateway.config import Settings
 
         self.emulators = emulators
@@ -147,6 +158,7 @@ class LocalGateway:
         self.settings = Settings.load(env={}, **base)
         self._stages = stages
         self._port = port
+        self._tls = tls  # (certificate, key): serve HTTPS (boto3 sends a Bedrock API key only over TLS)
         self.server: UvicornThread | None = None
 
     def start(self) -> LocalGateway:
@@ -155,7 +167,7 @@ class LocalGateway:
 
         self.components = build_components(self.settings, stages=self._stages)
         self.app = create_app(self.settings, self.components)
-        self.server = UvicornThread(self.app, port=self._port).start()
+        self.server = UvicornThread(self.app, port=self._port, tls=self._tls).start()
         return self
 
     def stop(self) -> None:

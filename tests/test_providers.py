@@ -23,21 +23,21 @@ def table(pool: set[str] | None = None, upstreams: list[UpstreamConfig] | None =
     ("deepseek-chat", "deepseek"), ("deepseek-reasoner", "deepseek"),
 ])
 def test_builtin_families(model: str, provider: str) -> None:
-    found = table().for_model(model, "openai")
+    found = table().for_model(model, "openai_chat")
     assert found is not None and found.name == provider
 
 
 def test_unknown_models_and_pool_names() -> None:
-    assert table().for_model("llama-3-8b", "openai") is None
-    assert table().for_model("vllm/llama", "openai") is None  # no pool configured
+    assert table().for_model("llama-3-8b", "openai_chat") is None
+    assert table().for_model("vllm/llama", "openai_chat") is None  # no pool configured
     pooled = table(pool={"Qwen/Qwen3-8B", "opt-125m"})
-    assert pooled.for_model("Qwen/Qwen3-8B", "openai").name == "vllm"
-    assert pooled.for_model("vllm/anything", "openai").name == "vllm"
-    assert pooled.for_model("opt-125m", "openai").name == "vllm"  # a pool name wins over the o* family
+    assert pooled.for_model("Qwen/Qwen3-8B", "openai_chat").name == "vllm"
+    assert pooled.for_model("vllm/anything", "openai_chat").name == "vllm"
+    assert pooled.for_model("opt-125m", "openai_chat").name == "vllm"  # a pool name wins over the o* family
 
 
 def test_native_protocols_go_to_their_own_vendor() -> None:
-    assert table().for_model("gpt-4o", "anthropic").name == "anthropic"
+    assert table().for_model("gpt-4o", "anthropic_messages").name == "anthropic"
     assert table().for_model("anything", "gemini").name == "gemini"
 
 
@@ -45,10 +45,10 @@ def test_configured_upstreams_match_by_pattern_first() -> None:
     qwen = UpstreamConfig(name="qwen", base_url="http://qwen.internal/v1", api_key="env:QWEN_KEY",
                           models=["qwen-*", "gpt-4.1*"], usage_dialect="openai")
     t = table(upstreams=[qwen])
-    assert t.for_model("qwen-plus", "openai").name == "qwen"
-    assert t.for_model("gpt-4.1-mini", "openai").name == "qwen"
-    assert t.for_model("gpt-4o", "openai").name == "openai"
-    assert t.get("qwen").key_env == "QWEN_KEY"
+    assert t.for_model("qwen-plus", "openai_chat").name == "qwen"
+    assert t.for_model("gpt-4.1-mini", "openai_chat").name == "qwen"
+    assert t.for_model("gpt-4o", "openai_chat").name == "openai"
+    assert t.get("qwen").spec.key_env == "QWEN_KEY"
 
 
 def _records(gw, tenant: str = "acme") -> list[dict]:  # type: ignore[no-untyped-def]

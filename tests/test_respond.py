@@ -14,7 +14,7 @@ import httpx2
 import openai
 import pytest
 
-from gateway.respond import SSESplitter
+from gateway.protocols.sse import SSESplitter
 from gateway_dev.emulators.harness import EmulatorSet
 
 KEY = "key-acme"

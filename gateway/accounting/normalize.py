@@ -1,7 +1,7 @@
 """Vendor usage objects → one set of neutral token counts, never counting a token twice.
 
 The vendors disagree on what "input" means, which is the second most common bug class among peer
-gateways (double-billed cached tokens, reference gateways-and-pitfalls.md §3):
+gateways (double-billed cached tokens):
 
 - `openai_chat`: `prompt_tokens` INCLUDES cache reads (`prompt_tokens_details.cached_tokens`) and
   writes (`prompt_tokens_details.cache_write_tokens`, GPT-5.6+);
@@ -12,7 +12,9 @@ gateways (double-billed cached tokens, reference gateways-and-pitfalls.md §3):
 - `gemini`: `promptTokenCount` INCLUDES `cachedContentTokenCount`; no write count (explicit caches
   bill storage instead);
 - `deepseek`: `prompt_tokens` = `prompt_cache_hit_tokens` + `prompt_cache_miss_tokens`; no write count
-  (misses build the cache at no premium).
+  (misses build the cache at no premium);
+- `bedrock` (Converse): `inputTokens` EXCLUDES both, like Anthropic's: reads are `cacheReadInputTokens`,
+  writes `cacheWriteInputTokens` (split by TTL in `cacheDetails [{ttl: 5m|1h, inputTokens}]`).
 
 Neutral counts (the contract's usage record): `input_tokens` is every prompt token, read from or
 written to a provider cache or neither; `cached_input_tokens` the part read from the cache;
@@ -35,7 +37,8 @@ OPENAI_RESPONSES = "openai_responses"
 ANTHROPIC = "anthropic"
 GEMINI = "gemini"
 DEEPSEEK = "deepseek"
-DIALECTS = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, DEEPSEEK)
+BEDROCK = "bedrock"
+DIALECTS = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI, DEEPSEEK, BEDROCK)
 
 
 @dataclass(slots=True, frozen=True)
@@ -160,12 +163,26 @@ def _deepseek(u: Mapping[str, Any]) -> NormalizedUsage:
                   _n(u.get("total_tokens")))
 
 
+def _bedrock(u: Mapping[str, Any]) -> NormalizedUsage:
+    # Converse's inputTokens is what was neither read nor written (input = inputTokens + read + write).
+    read, write = _n(u.get("cacheReadInputTokens")), _n(u.get("cacheWriteInputTokens"))
+    raw = u.get("cacheDetails")
+    details: list[Any] = raw if isinstance(raw, list) else []
+    hour = sum(_n(d.get("inputTokens")) for d in details if isinstance(d, Mapping) and d.get("ttl") == "1h")
+    if not write and details:
+        write = sum(_n(d.get("inputTokens")) for d in details if isinstance(d, Mapping))
+    prompt = _n(u.get("inputTokens")) + read + write
+    output = _n(u.get("outputTokens"))
+    return _build(prompt, read, write, hour, output, 0, prompt + output)
+
+
 _READERS: dict[str, Callable[[Mapping[str, Any]], NormalizedUsage]] = {
     OPENAI_CHAT: _openai_chat,
     OPENAI_RESPONSES: _openai_responses,
     ANTHROPIC: _anthropic,
     GEMINI: _gemini,
     DEEPSEEK: _deepseek,
+    BEDROCK: _bedrock,
 }
 
 
@@ -173,7 +190,7 @@ def normalize(dialect: str, usage_raw: Mapping[str, Any] | None) -> NormalizedUs
     """Neutral counts of `usage_raw` read in `dialect` (an empty or missing object → all zeros)."""
     reader = _READERS.get(dialect)
     if reader is None:
-        raise ValueError(f"unknown usage dialect {dialect!r}; one of {', '.join(DIALECTS)}")
+        raise ValueError(f"unknown usage dialect {dialect!r}; one of {', '.join(_READERS)}")
     if not usage_raw or not isinstance(usage_raw, Mapping):
         return ZERO
     return reader(usage_raw)
@@ -188,6 +205,8 @@ def sniff_dialect(usage_raw: Mapping[str, Any] | None) -> str | None:
         return None
     if "promptTokenCount" in usage_raw or "candidatesTokenCount" in usage_raw or "totalTokenCount" in usage_raw:
         return GEMINI
+    if "inputTokens" in usage_raw or "outputTokens" in usage_raw:
+        return BEDROCK
     if "prompt_cache_hit_tokens" in usage_raw or "prompt_cache_miss_tokens" in usage_raw:
         return DEEPSEEK
     if "prompt_tokens" in usage_raw or "completion_tokens" in usage_raw:
@@ -207,23 +226,36 @@ _PROTOCOL_DIALECT = {
     "anthropic_messages": ANTHROPIC,
     "anthropic": ANTHROPIC,
     "gemini": GEMINI,
+    "bedrock_converse": BEDROCK,
 }
 
 
-def dialect_for(provider: str, upstream_protocol: str | None, settings: Any = None) -> str:
-    """The usage dialect of an answer from `provider` spoken in `upstream_protocol`.
+def dialect_for(upstream_protocol: str | None, declared: str | None = None) -> str:
+    """The usage dialect of an answer spoken in `upstream_protocol`: the vendor's own when its spec
+    declares one (`declared`: DeepSeek's, or a configured upstream's `usage_dialect: deepseek`), else
+    the protocol's (vLLM and other OpenAI-compatible upstreams speak `openai_chat`)."""
+    if declared is not None:
+        return declared
+    return _PROTOCOL_DIALECT.get(upstream_protocol or "", OPENAI_CHAT)
 
-    DeepSeek's fields apply to provider "deepseek" and to configured OpenAI-compatible upstreams
-    declared with `usage_dialect: deepseek`; otherwise the upstream protocol decides (vLLM and
-    other OpenAI-compatible upstreams speak `openai_chat`).
-    """
-    if provider == "deepseek":
-        return DEEPSEEK
-    if settings is not None and provider:
-        for upstream in getattr(settings, "upstreams", ()):
-            if upstream.name == provider:
-                return DEEPSEEK if upstream.usage_dialect == "deepseek" else _PROTOCOL_DIALECT.get(
-                    upstream_protocol or "", OPENAI_CHAT)
-    if upstream_protocol in _PROTOCOL_DIALECT:
-        return _PROTOCOL_DIALECT[upstream_protocol]
-    return {"anthropic": ANTHROPIC, "gemini": GEMINI}.get(provider, OPENAI_CHAT)
+
+def expected_dialect(ctx: Any) -> str:
+    """`dialect_for` a request context: its upstream protocol and its vendor's declared dialect."""
+    vendor = ctx.vendor
+    declared = vendor.usage.name if vendor is not None and vendor.usage is not None else None
+    return dialect_for(ctx.upstream_adapter.name if ctx.upstream_adapter is not None else None, declared)
+
+
+def register_reader(dialect: str, read: Callable[[Mapping[str, Any]], NormalizedUsage]) -> None:
+    """A vendor's own usage dialect (declared in its spec), readable by name from then on."""
+    _READERS.setdefault(dialect, read)
+
+
+def reader(dialect: str) -> Callable[[Mapping[str, Any]], NormalizedUsage]:
+    return _READERS[dialect]
+
+
+# For vendor modules writing a reader of their own dialect.
+count = _n
+section = _obj
+build = _build

@@ -1,10 +1,10 @@
 """Per-token prices and the cost formulas.
 
-Prices come from litellm's bundled cost map (`litellm.model_cost`, offline with
-`LITELLM_LOCAL_MODEL_COST_MAP=True`), overridden field by field from the config file
-(`prices:` at the top level, keyed by model name or fnmatch pattern, and `upstreams[].prices`).
-Importing litellm takes seconds, so `load_cost_map()` runs once per process, off the event loop,
-when the usage stage starts; lookups are cached per (provider, model).
+Prices come from litellm's bundled cost map (what `litellm.model_cost` holds offline, with
+`LITELLM_LOCAL_MODEL_COST_MAP=True`), read from its file without importing litellm (see catalog.py),
+overridden field by field from the config file (`prices:` at the top level, keyed by model name or
+fnmatch pattern, and `upstreams[].prices`). `load_cost_map()` reads it once per process, off the
+event loop, when the usage stage starts; lookups are cached per (provider, model).
 
 Model names resolve robustly: exact; provider-prefixed the way litellm keys them (`gemini/…` is
 the Gemini API's price, the bare name is Vertex's; `deepseek/…`); `models/` and dated suffixes
@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gateway.accounting.catalog import read_cost_map
 from gateway.accounting.normalize import NormalizedUsage
 
 log = logging.getLogger("gateway.accounting.pricing")
@@ -68,7 +69,8 @@ _DATED = (
     re.compile(r"-(preview|exp)-\d{2}-\d{2}$"),  # gemini-2.5-flash-preview-05-20
 )
 _PREFIX_FIRST = {"gemini": "gemini/", "deepseek": "deepseek/"}
-_KNOWN_PREFIXES = ("openai/", "anthropic/", "gemini/", "deepseek/", "vllm/", "models/")
+_KNOWN_PREFIXES = ("openai/", "anthropic/", "gemini/", "deepseek/", "vllm/", "models/", "azure/", "vertex_ai/",
+                   "bedrock/")
 _TIER = re.compile(r"^input_cost_per_token_above_(\d+)k_tokens$")
 
 
@@ -141,14 +143,12 @@ _cost_map_lock = threading.Lock()
 
 
 def load_cost_map() -> Mapping[str, Mapping[str, Any]]:
-    """litellm's bundled cost map (imports litellm once per process: seconds; call it off the loop)."""
+    """litellm's bundled cost map, prices only (a file read, once per process; call it off the loop)."""
     global _cost_map
     if _cost_map is None:
         with _cost_map_lock:
             if _cost_map is None:
-                import litellm  # heavy; lazily, so that importing the gateway stays fast
-
-                _cost_map = litellm.model_cost
+                _cost_map = read_cost_map()
     return _cost_map
 
 
@@ -235,8 +235,10 @@ class PriceBook:
             source = "self-hosted" if provider == "vllm" else "unknown"
             prices = Prices(source=source)
             if override is None and key_not_warned(self._warned, provider, model):
-                log.warning("no price for model; its cost is recorded as 0 (set `prices:` in the config)",
-                            extra={"provider": provider, "model": model})
+                # A self-hosted (vLLM) model costs 0 by design: worth a note, not a warning.
+                log.log(logging.INFO if source == "self-hosted" else logging.WARNING,
+                        "no price for model %s (%s); its cost is recorded as 0 (set `prices:` in the config)",
+                        model, provider, extra={"provider": provider, "model": model})
         if provider == "gemini" and not prices.storage_per_token_hour:
             bare = _name_variants(model)[-1]
             rate = next((r for pattern, r in _GEMINI_STORAGE if fnmatch.fnmatchcase(bare, pattern)), 0.0)

@@ -19,17 +19,20 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.answer import Answer, Event, Finish, Start
 from gateway.cache import entry as entries
-from gateway.cache.key import cache_key, entry_key, lock_key, unreplayable
+from gateway.cache.directives import AgeLimits, age_limits
+from gateway.cache.key import cache_key, entry_key, lock_key
 from gateway.cache.purge import purge
 from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
+from gateway.cache.stale import Stale, serve_stale
 from gateway.context import RequestContext
+from gateway.keys import unreplayable
 from gateway.metrics import CACHE_LOOKUPS
-from gateway.pipeline import EVENT_TAPS, UPSTREAM_FAILED, UPSTREAM_WANTED, Hit, Stage
+from gateway.pipeline import Hit, Stage
 from gateway.policy.models import ResponseCachePolicy
 from gateway.stores.base import KVStore, StoreUnavailable
 
@@ -39,7 +42,7 @@ LAYER = "response"
 # Finish reasons of a complete answer worth replaying. `length` only with `cache_truncated`;
 # `content_filter` and anything unknown are never stored (they may not repeat).
 STORABLE_FINISH = frozenset({"stop", "tool_calls"})
-_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate"})
+_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate", "converse"})
 
 
 @dataclass(eq=False)
@@ -50,6 +53,9 @@ class _State:
     flight: Flight | None = None
     finalizer: weakref.finalize | None = None
     lock: ReplicaLock | None = None
+    limits: AgeLimits = field(default_factory=AgeLimits)
+    stale_window: float = 0.0  # how long past its freshness an entry may still answer a failed call
+    stale: Stale | None = None  # an expired entry found on lookup, kept in case the vendor fails
 
 
 class ResponseCacheStage(Stage):
@@ -82,7 +88,12 @@ class ResponseCacheStage(Stage):
             CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
             return None
         digest = cache_key(ctx, user_scope=policy.scope == "user")
-        state = _State(digest, entry_key(ctx.tenant, digest))
+        state = _State(digest, entry_key(ctx.tenant, digest),
+                       limits=age_limits(ctx.headers.get("cache-control", ""), shared=policy.scope == "tenant"))
+        window = policy.stale_if_error or 0.0
+        if state.limits.stale_if_error is not None:
+            window = min(window, state.limits.stale_if_error)
+        state.stale_window = window
         ctx.scratch[self.name] = state
         if ctx.no_cache:  # fresh answer wanted: no lookup, no flight, still stored
             ctx.cache_status = "bypass"
@@ -90,6 +101,7 @@ class ResponseCacheStage(Stage):
             CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
             return None
 
+        ctx.cache_status = "miss"  # looked up: a miss unless the entry is found
         try:
             blob = await self.store.get(state.entry_key)
         except StoreUnavailable as exc:
@@ -131,9 +143,6 @@ class ResponseCacheStage(Stage):
     async def _lead(self, ctx: RequestContext, state: _State, flight: Flight) -> Hit | None:
         state.flight = flight
         state.finalizer = self.flights.watch(ctx, flight)
-        ctx.scratch.setdefault(EVENT_TAPS, []).append(flight.publish)
-        ctx.scratch.setdefault(UPSTREAM_WANTED, []).append(lambda: flight.followers > 0 and not flight.done)
-        ctx.scratch.setdefault(UPSTREAM_FAILED, []).append(lambda: self._abandon(state))
         if not self.store.shared:
             return None  # one process: the in-process flight is all the single-flight there is
         lock = ReplicaLock(self.store, lock_key(ctx.tenant, state.digest), self.lock_ttl)
@@ -176,6 +185,31 @@ class ResponseCacheStage(Stage):
             lock, state.lock = state.lock, None
             await lock.release()
 
+    # ---- hooks the pipeline dispatches (gateway/pipeline.py): a leader's flight -------------------
+    def _flight(self, ctx: RequestContext) -> Flight | None:
+        state: _State | None = ctx.scratch.get(self.name)
+        return state.flight if state is not None else None
+
+    def listens(self, ctx: RequestContext) -> bool:
+        return self._flight(ctx) is not None
+
+    def on_event(self, ctx: RequestContext, event: Event) -> None:
+        """The leader's upstream events, live, to its followers."""
+        flight = self._flight(ctx)
+        if flight is not None:
+            flight.publish(event)
+
+    def keeps_upstream(self, ctx: RequestContext) -> bool:
+        """Followers still wait on this leader's upstream answer."""
+        flight = self._flight(ctx)
+        return flight is not None and flight.followers > 0 and not flight.done
+
+    def on_abandoned(self, ctx: RequestContext) -> None:
+        """The leader ended without an answer: release its followers now, not after the post-stages."""
+        state: _State | None = ctx.scratch.get(self.name)
+        if state is not None:
+            self._abandon(state)
+
     def _abandon(self, state: _State) -> None:
         """Release without awaiting (usable while being cancelled)."""
         if state.flight is not None:
@@ -214,10 +248,12 @@ class ResponseCacheStage(Stage):
             return None
 
     async def _read(self, state: _State, blob: bytes | None, tenant: str) -> Answer | None:
+        """The entry's answer when it is fresh for this request; an expired one within the stale
+        window is kept on `state.stale` instead."""
         if blob is None:
             return None
         try:
-            return entries.decode(blob, tenant, state.digest)
+            answer, stored_at, ttl = entries.decode_entry(blob, tenant, state.digest)
         except entries.BadEntry as exc:
             log.warning("unreadable response-cache entry dropped", extra={"error": str(exc)})
             try:
@@ -225,6 +261,25 @@ class ResponseCacheStage(Stage):
             except StoreUnavailable:
                 pass
             return None
+        age = max(0.0, time.time() - stored_at)
+        fresh_for = ttl if ttl is not None else float("inf")
+        if state.limits.max_age is not None:
+            fresh_for = min(fresh_for, state.limits.max_age)
+        if age <= fresh_for:
+            return answer
+        if state.stale_window > 0 and age - fresh_for <= state.stale_window:
+            state.stale = Stale(answer, age)
+        return None
+
+    async def stale_answer(self, ctx: RequestContext, status: int) -> Hit | None:
+        """The vendor failed with `status`: the expired entry found on lookup, if the window allows."""
+        state: _State | None = ctx.scratch.get(self.name)
+        if state is None or state.stale is None:
+            return None
+        state.may_store = False
+        answer = serve_stale(ctx, state.stale, status)
+        CACHE_LOOKUPS.labels(layer=LAYER, result="stale").inc()
+        return _hit(ctx, "response-hit", answer)
 
     # ---- after --------------------------------------------------------------------------------
     async def after(self, ctx: RequestContext) -> None:
@@ -235,15 +290,16 @@ class ResponseCacheStage(Stage):
         try:
             if state.may_store and answer is not None and ctx.answered_by == "upstream" and ctx.policy is not None:
                 policy = ctx.policy.response_cache
-                if storable(answer, policy):
-                    await self._store(ctx, state, answer, policy.ttl)
+                fresh = policy.ttl if state.limits.max_age is None else min(policy.ttl, state.limits.max_age)
+                if storable(answer, policy) and fresh > 0:
+                    await self._store(ctx, state, answer, fresh, fresh + (policy.stale_if_error or 0.0))
         finally:
             await self._release(state, answer)
 
-    async def _store(self, ctx: RequestContext, state: _State, answer: Answer, ttl: float) -> None:
-        blob = entries.encode(answer, ctx.tenant, state.digest)
+    async def _store(self, ctx: RequestContext, state: _State, answer: Answer, fresh: float, keep: float) -> None:
+        blob = entries.encode(answer, ctx.tenant, state.digest, ttl=fresh)
         try:
-            await self.store.set(state.entry_key, blob, ttl=ttl)
+            await self.store.set(state.entry_key, blob, ttl=keep)
         except StoreUnavailable as exc:
             self._warn("response cache write failed; answer not stored", ctx, exc)
 
@@ -282,7 +338,7 @@ def skip_reason(ctx: RequestContext, policy: ResponseCachePolicy | None) -> str 
         return "model"
     if policy.scope == "user" and not ctx.user:
         return "no user"  # user scope without a user: no safe scope, so no caching
-    return unreplayable(ctx.adapter.name, ctx.body)
+    return unreplayable(ctx)
 
 
 def storable(answer: Answer, policy: ResponseCachePolicy) -> bool:
@@ -301,4 +357,4 @@ def _hit(ctx: RequestContext, status: str, answer: Answer, coalesced: bool = Fal
     return Hit(status=status, answer=answer)
 
 
-__all__ = ["EVENT_TAPS", "ResponseCacheStage", "purge", "skip_reason", "storable"]
+__all__ = ["ResponseCacheStage", "purge", "skip_reason", "storable"]

@@ -92,7 +92,8 @@ def check_policies(path: str | Path, env: Mapping[str, str] | None = None) -> Lo
             out.errors.append(PolicyIssue(str(path), 0, "", "no tenant policy files (*.yaml, *.yml) in this folder"))
 
     digest = hashlib.sha256()
-    defaults, defaults_pos = {}, {}
+    defaults: dict[str, Any] = {}
+    defaults_pos: dict[Any, Any] = {}
     if defaults_file is not None:
         defaults, defaults_pos = _load_defaults(defaults_file, digest, out.errors)
 

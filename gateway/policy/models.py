@@ -83,7 +83,20 @@ def _regex(pattern: str) -> str:
 
 Regex = Annotated[str, AfterValidator(_regex), WithJsonSchema({"type": "string", "format": "regex"})]
 
-Route = Literal["chat", "responses", "messages", "generate", "embeddings"]
+# A model name as vendors spell them (also `vllm/name`, `bedrock/us.anthropic...:0`); no spaces or `..`.
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}")
+
+
+def _model_name(value: str) -> str:
+    if not _MODEL_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"{value[:60]!r} is not a model name (letters, digits and . _ : / @ -; at most 200)")
+    return value
+
+
+ModelName = Annotated[str, AfterValidator(_model_name),
+                      WithJsonSchema({"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$"})]
+
+Route = Literal["chat", "responses", "messages", "generate", "converse", "embeddings"]
 
 
 class _Strict(BaseModel):
@@ -105,6 +118,9 @@ class ResponseCachePolicy(_Strict):
     routes: list[Route] = Field(default_factory=list, description="Endpoints cached; empty = all.")
     cache_truncated: bool = Field(
         False, description="Also store answers cut by max_tokens (finish_reason length).")
+    stale_if_error: Duration | None = Field(
+        None, description="Keep answers this long past their ttl and serve one, marked stale, when the vendor "
+                          "fails (5xx, 429, timeout, unreachable); unset: never serve stale.")
 
 
 class SemanticCachePolicy(_Strict):
@@ -180,6 +196,8 @@ class ProviderCachePolicy(_Strict):
     anthropic: AnthropicCachePolicy = AnthropicCachePolicy()
     gemini: GeminiCachePolicy = GeminiCachePolicy()
     openai: OpenAICachePolicy = OpenAICachePolicy()
+    bedrock: AnthropicCachePolicy | None = Field(
+        None, description="Bedrock cachePoint blocks (placed by the Anthropic rule); unset: the anthropic block's.")
     learn: bool = Field(
         True, description="Decide cache writes from what the vendors reported for earlier writes of the same "
                           "prompt template (stop writing a prefix whose writes are never read back); false: "
@@ -208,3 +226,7 @@ class TenantPolicy(_Strict):
     prompt_rewrite: PromptRewritePolicy = PromptRewritePolicy()
     provider_cache: ProviderCachePolicy = ProviderCachePolicy()
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="Largest request body accepted, in bytes.")
+    model_aliases: dict[ModelName, ModelName] = Field(
+        default_factory=dict,
+        description="The tenant's own model names: alias → the model it stands for (resolved once, before "
+                    "routing and caching).")

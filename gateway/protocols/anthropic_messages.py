@@ -59,7 +59,7 @@ def anthropic_conversation(body: dict[str, Any]) -> Conversation:
         text, tools, only_results = _blocks_text(m.get("content"))
         tool_traffic = tool_traffic or tools
         turns.append(Turn("tool" if only_results else str(m.get("role")), text))
-    tools_list = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools_list = found if isinstance(found := body.get("tools"), list) else []
     return Conversation(system=system_text, turns=turns, tools=without_cache_control(tools_list),
                         has_tool_traffic=tool_traffic)
 
@@ -67,6 +67,10 @@ def anthropic_conversation(body: dict[str, Any]) -> Conversation:
 class AnthropicMessagesAdapter(AdapterBase):
     name = NAME
     vendor = "anthropic"
+    display_name = "Anthropic"
+    transport_fields = frozenset({"stream"})
+    prompt_fields = frozenset({"messages", "system"})
+
 
     def conversation(self, body: dict[str, Any]) -> Conversation:
         return anthropic_conversation(body)

@@ -1,4 +1,4 @@
-"""Anthropic Messages streams (reference §2.3): every event has an `event:` line; message_start →
+"""Anthropic Messages streams: every event has an `event:` line; message_start →
 (content_block_start → content_block_delta* → content_block_stop)* → message_delta → message_stop;
 `ping` anywhere; `event: error` mid-stream.
 
@@ -204,7 +204,7 @@ class AnthropicStreamRenderer:
         if self._usage:
             usage.update({k: v for k, v in self._usage.items() if k != "output_tokens"})
             usage["output_tokens"] = min(1, self._usage.get("output_tokens") or 0)
-        message = {"id": self._id, "type": "message", "role": "assistant", "content": [],
+        message: dict[str, Any] = {"id": self._id, "type": "message", "role": "assistant", "content": [],
                    "model": model or self._model, "stop_reason": None, "stop_sequence": None, "usage": usage}
         return _event("message_start", {"type": "message_start", "message": message})
 

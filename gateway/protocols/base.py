@@ -79,6 +79,15 @@ class StreamRenderer(Protocol):
 class ProtocolAdapter(Protocol):
     name: str  # "openai_chat" | "openai_responses" | "anthropic_messages" | "gemini"
     vendor: str  # the error/auth dialect: "openai" | "anthropic" | "gemini"
+    display_name: str  # for messages: "OpenAI" | "Anthropic" | "Gemini"
+    stream_in_body: bool  # `stream` is a body field (Gemini: the path's action decides)
+    key_in_query: bool  # the SDKs may send the key as `?key=` (Gemini's documented form)
+    transport_fields: frozenset[str]  # body fields that frame the reply: out of every cache key
+    prompt_fields: frozenset[str]  # body fields that carry the prompt (the `Conversation` holds them)
+
+    def unreplayable(self, body: dict[str, Any]) -> str | None:
+        """Why a stored answer could not reproduce this request's reply (None: it can)."""
+        ...
 
     def model_of(self, body: dict[str, Any], path_model: str | None) -> str: ...
 

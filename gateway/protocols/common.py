@@ -62,6 +62,19 @@ class AdapterBase:
 
     name: str = ""
     vendor: str = ""
+    display_name: str = ""
+    stream_in_body: bool = True  # `stream` is a body field (Gemini: the path's action decides)
+    key_in_query: bool = False  # the SDKs may send the key as `?key=` (Gemini's documented form)
+    # Body fields that frame the reply, not its content: out of every cache key (gateway/cache/key.py)
+    transport_fields: frozenset[str] = frozenset({"stream", "stream_options"})
+    # Body fields that carry the prompt (system, turns, tools), which the `Conversation` view holds
+    prompt_fields: frozenset[str] = frozenset({"messages"})
+
+    def unreplayable(self, body: dict[str, Any]) -> str | None:
+        """Why a stored answer could not reproduce this request's reply, or None. The neutral `Answer`
+        holds one choice of text and tool calls; requests for several choices, log-probabilities or a
+        background job would get less from a replay than from the vendor, so they bypass the caches."""
+        return None
 
     def model_of(self, body: dict[str, Any], path_model: str | None) -> str:
         """The model named in the body (Gemini overrides: its model is in the path)."""
@@ -111,3 +124,8 @@ def error_message(body: bytes, status: int = 0) -> tuple[str, str | None]:
         code = code or (err.get("type") if isinstance(err.get("type"), str) else None) or err.get("status")
         return str(message), (str(code) if code else None)
     return str(err), None
+
+
+def number(value: Any, default: float) -> float:
+    """A JSON number as a float; `default` for anything else (booleans included)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else default

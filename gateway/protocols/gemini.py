@@ -9,7 +9,7 @@ import orjson
 
 from gateway.answer import Answer, ToolCall
 from gateway.protocols.base import Conversation, Turn
-from gateway.protocols.common import AdapterBase, join_text, stable_json
+from gateway.protocols.common import AdapterBase, join_text, number, stable_json
 from gateway.protocols.gemini_stream import (
     GeminiStreamParser,
     GeminiStreamRenderer,
@@ -69,13 +69,28 @@ def gemini_conversation(body: dict[str, Any]) -> Conversation:
         role = content.get("role") if isinstance(content, dict) else "user"
         role = "tool" if only_responses else ("assistant" if role == "model" else "user")
         turns.append(Turn(role, text))
-    tools_list = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools_list = found if isinstance(found := body.get("tools"), list) else []
     return Conversation(system=join_text(system), turns=turns, tools=tools_list, has_tool_traffic=tool_traffic)
 
 
 class GeminiAdapter(AdapterBase):
     name = NAME
     vendor = "gemini"
+    display_name = "Gemini"
+    stream_in_body = False
+    key_in_query = True
+    transport_fields: frozenset[str] = frozenset()  # streaming is chosen by the path (`:streamGenerateContent`)
+    prompt_fields = frozenset({"contents", "systemInstruction", "system_instruction"})
+
+    def unreplayable(self, body: dict[str, Any]) -> str | None:
+        config = body.get("generationConfig") or body.get("generation_config") or {}
+        if isinstance(config, dict):
+            if number(config.get("candidateCount", config.get("candidate_count")), 1) > 1:
+                return "candidateCount > 1"
+            if config.get("responseLogprobs") or config.get("response_logprobs"):
+                return "logprobs"
+        return None
+
 
     def model_of(self, body: dict[str, Any], path_model: str | None) -> str:
         model = path_model or body.get("model") or ""

@@ -1,4 +1,4 @@
-"""Gemini streams (`:streamGenerateContent?alt=sse`, reference §3.4): `data: <GenerateContentResponse>`
+"""Gemini streams (`:streamGenerateContent?alt=sse`): `data: <GenerateContentResponse>`
 chunks, no event names, no terminator. A mid-stream error arrives as plain JSON lines without the
 `data: ` prefix. Since nothing marks the end, a stream is complete only when it ENDS (the
 gateway calls `end()` at EOF) after a chunk that carried a finishReason, with no error; usage is

@@ -7,7 +7,7 @@ from typing import Any
 
 from gateway.answer import Answer, ToolCall
 from gateway.protocols.base import Conversation, Turn
-from gateway.protocols.common import AdapterBase, join_text, now, stable_json, with_prefix
+from gateway.protocols.common import AdapterBase, join_text, now, number, stable_json, with_prefix
 from gateway.protocols.openai_chat_stream import (
     FINISH,
     ChatStreamParser,
@@ -87,6 +87,22 @@ def chat_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
 class OpenAIChatAdapter(AdapterBase):
     name = NAME
     vendor = "openai"
+    display_name = "OpenAI"
+    # request_id: vLLM's per-request identifier; prompt_cache_key/_retention: routing hint and lifetime of
+    # OpenAI's own prompt cache (they change cost and `cached_tokens`, never the generated answer)
+    transport_fields = frozenset({"stream", "stream_options", "request_id", "prompt_cache_key",
+                                  "prompt_cache_retention"})
+    prompt_fields = frozenset({"messages"})
+
+    def unreplayable(self, body: dict[str, Any]) -> str | None:
+        if number(body.get("n"), 1) > 1:
+            return "n > 1"
+        if body.get("logprobs") or body.get("top_logprobs"):
+            return "logprobs"
+        if "audio" in (body.get("modalities") or ()):
+            return "audio output"
+        return None
+
 
     def conversation(self, body: dict[str, Any]) -> Conversation:
         return chat_conversation(body.get("messages"), chat_tools(body))

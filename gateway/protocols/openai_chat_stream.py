@@ -2,7 +2,7 @@
 (neutral events → `data:` chunks + `data: [DONE]`) and the filter that hides the usage chunk the
 gateway asked for on the client's behalf.
 
-Wire format (reference §1.4): each chunk is `data: <chat.completion.chunk>`; the stream ends with
+Wire format: each chunk is `data: <chat.completion.chunk>`; the stream ends with
 `data: [DONE]`. With `stream_options.include_usage` an extra chunk with `"choices": []` and the
 usage arrives just before `[DONE]`, and every other chunk carries `"usage": null`.
 """
@@ -81,7 +81,9 @@ class ChatStreamParser(ParserBase):
         if err:
             self._error = err if isinstance(err, dict) else {"message": str(err)}
             return
-        if not self._started:
+        if not self._started and (obj.get("model") or obj.get("choices")):
+            # Azure opens with a prompt-annotation chunk (`model: ""`, `choices: []`): the stream starts at
+            # the first chunk that names the model or carries a choice.
             self._started = True
             out.append(Start(model=obj.get("model") or ""))
             self._meta(obj)  # the same on every chunk: read on the first and the last only

@@ -76,13 +76,24 @@ def responses_conversation(body: dict[str, Any]) -> Conversation:
                 tool_traffic = tool_traffic or kind_s.endswith(("_call", "_call_output"))
                 role = "tool" if kind_s.endswith("_output") else "assistant"
                 turns.append(Turn(role, stable_json(item)))
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools = found if isinstance(found := body.get("tools"), list) else []
     return Conversation(system=join_text(system), turns=turns, tools=tools, has_tool_traffic=tool_traffic)
 
 
 class OpenAIResponsesAdapter(AdapterBase):
     name = NAME
     vendor = "openai"
+    display_name = "OpenAI"
+    transport_fields = frozenset({"stream", "stream_options", "prompt_cache_key", "prompt_cache_retention"})
+    prompt_fields = frozenset({"input", "instructions"})
+
+    def unreplayable(self, body: dict[str, Any]) -> str | None:
+        if body.get("background"):
+            return "background"
+        if body.get("top_logprobs") or any("logprobs" in str(i) for i in body.get("include") or ()):
+            return "logprobs"
+        return None
+
 
     def conversation(self, body: dict[str, Any]) -> Conversation:
         return responses_conversation(body)

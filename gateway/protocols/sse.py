@@ -108,3 +108,33 @@ def split_events(data: bytes) -> list[bytes]:
     """A whole SSE body → its events' raw blocks (for tests and replays)."""
     text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return [b for b in text.split(b"\n\n") if b.strip()]
+
+
+class SSESplitter:
+    """Splits a byte stream into complete SSE events (separator: a blank line, LF or CRLF)."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf + data if self._buf else data
+        if b"\r" not in buf:  # the usual case: one split, no per-event scanning
+            events = buf.split(b"\n\n")
+            self._buf = events.pop()
+            return events
+        events = []
+        while True:
+            lf, crlf = buf.find(b"\n\n"), buf.find(b"\r\n\r\n")
+            if lf < 0 and crlf < 0:
+                self._buf = buf
+                return events
+            if crlf >= 0 and (lf < 0 or crlf < lf):
+                events.append(buf[:crlf])
+                buf = buf[crlf + 4 :]
+            else:
+                events.append(buf[:lf])
+                buf = buf[lf + 2 :]
+
+    def rest(self) -> bytes:
+        rest, self._buf = self._buf.strip(), b""
+        return rest

@@ -21,11 +21,13 @@ OPENAI_CHAT = "openai_chat"
 OPENAI_RESPONSES = "openai_responses"
 ANTHROPIC = "anthropic_messages"
 GEMINI = "gemini"
+BEDROCK = "bedrock_converse"
 
 UsageCounts = nu.NormalizedUsage
 # usage dialect (gateway.accounting.normalize) → the adapter whose wire format carries it
 _ADAPTER_OF = {nu.OPENAI_CHAT: OPENAI_CHAT, nu.DEEPSEEK: OPENAI_CHAT, nu.OPENAI_RESPONSES: OPENAI_RESPONSES,
-               nu.ANTHROPIC: ANTHROPIC, nu.GEMINI: GEMINI}
+               nu.ANTHROPIC: ANTHROPIC, nu.GEMINI: GEMINI,
+               nu.BEDROCK: BEDROCK}
 
 
 def dialect_of(usage: dict[str, Any] | None) -> str | None:
@@ -83,6 +85,15 @@ def render_usage(dialect: str, c: nu.NormalizedUsage) -> dict[str, Any]:
             out["thoughtsTokenCount"] = c.reasoning_tokens
         out["totalTokenCount"] = total
         return out
+    if dialect == BEDROCK:
+        bedrock: dict[str, Any] = {"inputTokens": c.uncached_input_tokens, "outputTokens": c.output_tokens,
+                                   "totalTokens": total, "cacheReadInputTokens": c.cached_input_tokens,
+                                   "cacheWriteInputTokens": c.cache_creation_input_tokens}
+        split = [{"ttl": t, "inputTokens": n} for t, n in (("1h", c.cache_write_long_tokens),
+                                                            ("5m", c.cache_write_short_tokens)) if n]
+        if split:
+            bedrock["cacheDetails"] = split
+        return bedrock
     raise ValueError(f"unknown usage dialect {dialect!r}")
 
 

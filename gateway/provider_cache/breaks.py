@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import xxhash
 
-from gateway.accounting.normalize import NormalizedUsage, dialect_for, normalize
+from gateway.accounting.normalize import NormalizedUsage, expected_dialect, normalize
 from gateway.provider_cache.family import mask
 from gateway.provider_cache.prefix import PARTS, Blocks, common_pieces, dump, turn_layout
 from gateway.provider_cache.tables import gemini_implicit
@@ -187,8 +187,7 @@ def answer_usage(ctx: RequestContext) -> NormalizedUsage | None:
     """The upstream answer's usage, normalized (None: no upstream answer)."""
     if ctx.answer is None or ctx.answered_by != "upstream" or not ctx.answer.usage_raw:
         return None
-    protocol = ctx.upstream_adapter.name if ctx.upstream_adapter is not None else None
-    return normalize(dialect_for(ctx.provider, protocol), ctx.answer.usage_raw)
+    return normalize(expected_dialect(ctx), ctx.answer.usage_raw)
 
 
 def classify(blocks: Blocks, previous: Previous, detector: VolatileDetector, minimum: int, turn_offset: int,
@@ -275,7 +274,7 @@ class BreakStore:
 
     async def _longest(self, tenant: str, blocks: Blocks) -> bytes | None:
         marks = checkpoints(len(blocks.hashes))
-        found = await asyncio.gather(*(self.store.get(checkpoint_key(tenant, blocks, i)) for i in marks))
+        found = await self.store.get_many([checkpoint_key(tenant, blocks, i) for i in marks])
         deepest = next((v for v in reversed(found) if v is not None), None)
         if deepest is None:
             return None
@@ -291,9 +290,11 @@ class BreakStore:
             elif template:
                 await self.store.set(template_key(tenant, template), raw, ttl=self.ttl_s)
             else:
-                await self.store.set(request_key(tenant, prev.request_id), raw, ttl=self.ttl_s)
                 rid = prev.request_id.encode()
-                await asyncio.gather(*(self.store.set(checkpoint_key(tenant, blocks, i), rid, ttl=self.ttl_s)
-                                       for i in checkpoints(len(blocks.hashes))))
+                # The request first: a checkpoint must never point at a request not yet stored (one
+                # round trip, in order).
+                await self.store.set_many([(request_key(tenant, prev.request_id), raw)]
+                                          + [(checkpoint_key(tenant, blocks, i), rid)
+                                             for i in checkpoints(len(blocks.hashes))], ttl=self.ttl_s)
         except StoreUnavailable:
             pass

@@ -86,7 +86,7 @@ class PrefixExplainStage(Stage):
         protocol, body = ctx.upstream_adapter.name, ctx.upstream_body
         if protocol == "openai_responses" and body.get("previous_response_id"):
             return None  # the conversation lives upstream: the body holds only its newest items
-        lay = ctx.scratch.get("rewrite")
+        lay = ctx.rewrite
         context_turn = lay.context_index if isinstance(lay, Layout) else None
         blocks = render(protocol, ctx.model, body, skip_turn=context_turn)
         previous = await self.breaks.find(ctx.tenant, ctx.session, self._template(ctx), blocks)

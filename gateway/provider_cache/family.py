@@ -73,6 +73,12 @@ def template_parts(protocol: str, body: dict[str, Any]) -> list[str]:
                  _leading_system(body.get("input"))]
     elif protocol == "anthropic_messages":
         parts = [sorted_tools(body.get("tools")), body.get("system")]
+    elif protocol == "bedrock_converse":
+        config = body["toolConfig"] if isinstance(body.get("toolConfig"), dict) else {}
+        tools = [t for t in config.get("tools") or [] if not (isinstance(t, dict) and "cachePoint" in t)]
+        system = [b for b in body.get("system") or [] if not (isinstance(b, dict) and "cachePoint" in b)]
+        parts = [sorted(tools, key=lambda t: str((t.get("toolSpec") or {}).get("name") or "")
+                        if isinstance(t, dict) else ""), system]
     elif protocol == "gemini":
         parts = [body.get("systemInstruction"), sorted_tools(body.get("tools")), body.get("toolConfig"),
                  body.get("cachedContent")]

@@ -6,7 +6,7 @@ the model's minimum, the first user turn's contents (a long document the convers
 The conversation itself is left to Gemini's implicit cache: a CachedContent is immutable, and one
 per turn would pay creation and storage again and again.
 
-Lifecycle (vendor-caching.md §3.2; pitfalls §3 "Gemini context caching"):
+Lifecycle:
 - identity: a hash of (model, upstream key fingerprint, cached parts) — the same in every replica;
   the cache's `displayName` is `gw-<hash>`; the handle {name, expireTime, tokens} lives in the
   shared store until expireTime, so no replica ever LISTs caches (a LIST costs a peer ~1.5 s);
@@ -22,6 +22,11 @@ Lifecycle (vendor-caching.md §3.2; pitfalls §3 "Gemini context caching"):
   ours drops the handle, recreates the cache once and retries (plain, if that fails too);
 - purge: deletes the tenant's caches upstream (with the gateway's own key; under BYOK the caller's
   key is never stored, so those are forgotten and left to expire) and their handles.
+
+The same lifecycle serves Vertex AI's regional caches: `cache_api.py` says where a cache lives (the Gemini
+API or one Vertex location) and how to authenticate; a Vertex cache's identity includes its project and
+location, so a request in another location never finds it, and the purge deletes each cache in its own
+location.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,6 +45,7 @@ import aiohttp
 import orjson
 
 from gateway.accounting.breakeven import Decision, decide, expected_reuses_window
+from gateway.provider_cache.cache_api import CacheApi, GeminiApi, api_of_record, key_fingerprint  # noqa: F401
 from gateway.provider_cache.stats import PrefixStats
 from gateway.provider_cache.tables import GEMINI_MARGIN, CachePrices
 from gateway.provider_cache.tokens import TokenCounter
@@ -55,10 +61,6 @@ SAFETY_S = 30.0  # a handle this close to its expiry is treated as gone
 
 def _canon(obj: Any) -> str:
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def key_fingerprint(api_key: str) -> str:
-    return hashlib.sha256(api_key.encode()).hexdigest()[:16]
 
 
 def parse_time(value: str) -> float:
@@ -97,7 +99,7 @@ def choose_prefix(body: dict[str, Any], model: str, key_fp: str, stable_end: int
     tokens = sum(counter.count(_canon(v)) for v in parts.values())
     leading = 0
     need = int(minimum * GEMINI_MARGIN)
-    contents = body.get("contents") if isinstance(body.get("contents"), list) else []
+    contents = found if isinstance(found := body.get("contents"), list) else []
     if tokens < need:
         while leading < min(stable_end, len(contents)) and isinstance(contents[leading], dict) \
                 and (contents[leading].get("role") or "user") == "user":
@@ -162,9 +164,11 @@ class GeminiCaches:
                       storage_cost=prices.storage_hour * ttl_s / 3600.0)
 
     async def create(self, tenant: str, prefix: Prefix, model: str, base_url: str, api_key: str,
-                     ttl_s: float) -> tuple[dict[str, Any] | None, str]:
-        """Create the cache under the shared lock. Returns (handle, outcome); outcome is one of
-        "created", "locked" (another replica is creating it), "failed"."""
+                     ttl_s: float, api: CacheApi | None = None) -> tuple[dict[str, Any] | None, str]:
+        """Create the cache under the shared lock (through `api`, default the Gemini API at `base_url` with
+        `api_key`). Returns (handle, outcome); outcome is one of "created", "locked" (another replica is
+        creating it), "failed"."""
+        use: CacheApi = api if api is not None else GeminiApi(base_url, api_key)
         try:
             if await self.store.get(f"gw:pc:gemfail:{{{tenant}}}:{prefix.cache_id}") is not None:
                 return None, "failed"
@@ -180,9 +184,9 @@ class GeminiCaches:
             existing = await self.handle(tenant, prefix)
             if existing is not None:
                 return existing, "reused"
-            body = {"model": f"models/{model}", "ttl": f"{int(ttl_s)}s", "displayName": f"gw-{prefix.cache_id[:24]}",
-                    **prefix.parts}
-            status, data = await self._call("POST", base_url, f"/{API_VERSION}/cachedContents", api_key, body)
+            body = {"model": use.model_name(model), "ttl": f"{int(ttl_s)}s",
+                    "displayName": f"gw-{prefix.cache_id[:24]}", **prefix.parts}
+            status, data = await self._call("POST", use, use.collection_path(), body)
             if status != 200 or not isinstance(data, dict) or not data.get("name"):
                 log.warning("gemini cache creation refused", extra={"tenant": tenant, "status": status,
                                                                     "error": str(data)[:300]})
@@ -190,7 +194,7 @@ class GeminiCaches:
                     await self.store.set(f"gw:pc:gemfail:{{{tenant}}}:{prefix.cache_id}", str(status).encode(),
                                          ttl=FAILED_TTL_S)
                 return None, "failed"
-            rec = self._record(data, prefix, model, base_url, key_fingerprint(api_key), ttl_s)
+            rec = self._record(data, prefix, model, use, ttl_s)
             await self._save(tenant, prefix.cache_id, rec)
             return rec, "created"
         except StoreUnavailable:
@@ -202,7 +206,7 @@ class GeminiCaches:
                 pass
 
     async def extend(self, tenant: str, prefix: Prefix, rec: dict[str, Any], api_key: str,
-                     ttl_s: float) -> tuple[dict[str, Any] | None, float]:
+                     ttl_s: float, api: CacheApi | None = None) -> tuple[dict[str, Any] | None, float]:
         """Renew the TTL when the cache is in the second half of its life (one replica per period).
         Returns the (possibly updated) handle — None when the cache turned out to be gone — and the
         hours of storage added."""
@@ -214,8 +218,8 @@ class GeminiCaches:
                 return rec, 0.0
         except StoreUnavailable:
             return rec, 0.0
-        status, data = await self._call("PATCH", rec["base"], f"/{API_VERSION}/{rec['name']}", api_key,
-                                        {"ttl": f"{int(ttl_s)}s"})
+        use: CacheApi = api if api is not None else GeminiApi(rec["base"], api_key)
+        status, data = await self._call("PATCH", use, use.resource_path(rec["name"]), {"ttl": f"{int(ttl_s)}s"})
         if status in (403, 404):
             await self.forget(tenant, prefix.cache_id)
             return None, 0.0
@@ -238,10 +242,11 @@ class GeminiCaches:
             pass
 
     # ---- purge -------------------------------------------------------------------------------------
-    async def purge(self, tenant: str, gateway_key: str | None) -> int:
-        """Delete the tenant's caches upstream (those made with the gateway's key) and every handle."""
+    async def purge(self, tenant: str, gateway_key: str | None,
+                    vertex_token: Callable[[], Awaitable[str]] | None = None) -> int:
+        """Delete the tenant's caches upstream (those made with the gateway's credentials: its Gemini key,
+        its Vertex service account, each Vertex cache in its own location) and every handle."""
         ids = await self.store.smembers(index_key(tenant))
-        gateway_fp = key_fingerprint(gateway_key) if gateway_key else None
         removed = 0
         for cache_id in ids:
             raw = await self.store.get(handle_key(tenant, cache_id))
@@ -250,9 +255,13 @@ class GeminiCaches:
             except orjson.JSONDecodeError:
                 rec = None
             if rec is not None:
-                if gateway_fp is not None and rec.get("keyfp") == gateway_fp and gateway_key:
-                    status, _ = await self._call("DELETE", rec["base"], f"/{API_VERSION}/{rec['name']}",
-                                                 gateway_key, None)
+                api = api_of_record(rec, gateway_key, vertex_token)
+                if api is not None:
+                    try:
+                        status, _ = await self._call("DELETE", api, api.resource_path(rec["name"]), None)
+                    except Exception as exc:  # a token that cannot be minted: the handle still goes
+                        log.warning("cache delete skipped", extra={"tenant": tenant, "error": repr(exc)})
+                        status = None
                     if status not in (200, 403, 404):
                         log.warning("gemini cache not deleted upstream", extra={"tenant": tenant, "status": status})
                 removed += 1
@@ -261,29 +270,29 @@ class GeminiCaches:
         return removed
 
     # ---- internals ---------------------------------------------------------------------------------
-    def _record(self, data: dict[str, Any], prefix: Prefix, model: str, base_url: str, key_fp: str,
+    def _record(self, data: dict[str, Any], prefix: Prefix, model: str, api: CacheApi,
                 ttl_s: float) -> dict[str, Any]:
         now = self._now()
         try:
             expire = parse_time(data["expireTime"]) if data.get("expireTime") else now + ttl_s
         except ValueError:
             expire = now + ttl_s
-        usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), dict) else {}
+        usage = found if isinstance(found := data.get("usageMetadata"), dict) else {}
         tokens = int(usage.get("totalTokenCount") or prefix.tokens)
-        return {"name": data["name"], "expire": expire, "tokens": tokens, "model": model, "base": base_url,
-                "keyfp": key_fp, "leading": prefix.leading, "created": now}
+        return {"name": data["name"], "expire": expire, "tokens": tokens, "model": model, **api.describe(),
+                "leading": prefix.leading, "created": now}
 
     async def _save(self, tenant: str, cache_id: str, rec: dict[str, Any]) -> None:
         ttl = max(1.0, rec["expire"] - self._now())
         await self.store.set(handle_key(tenant, cache_id), orjson.dumps(rec), ttl=ttl)
         await self.store.sadd(index_key(tenant), cache_id)
 
-    async def _call(self, method: str, base_url: str, path: str, api_key: str,
+    async def _call(self, method: str, api: CacheApi, path: str,
                     body: dict[str, Any] | None) -> tuple[int | None, Any]:
-        headers = {"x-goog-api-key": api_key, "content-type": "application/json"}
+        headers = {**await api.headers(), "content-type": "application/json"}
         try:
             async with asyncio.timeout(self.timeout_s):
-                async with self._session().request(method, base_url.rstrip("/") + path, headers=headers,
+                async with self._session().request(method, api.base_url.rstrip("/") + path, headers=headers,
                                                    data=orjson.dumps(body) if body is not None else None) as r:
                     raw = await r.read()
                     try:

@@ -1,7 +1,7 @@
 """OpenAI: `prompt_cache_key`, `prompt_cache_retention`, and GPT-5.6+ explicit breakpoints.
 
 `prompt_cache_key` routes a request to the machines that hold its prefix; the vendor combines it
-with a hash of the first tokens and spreads a key past ~15 requests per minute (§1.1). The gateway
+with a hash of the first tokens and spreads a key past ~15 requests per minute. The gateway
 sets it only when the client did not: `gw-` + a hash of (tenant, stable-prefix hash, shard), so one
 template keeps one key while its traffic fits one machine, and splits into 2, 4, ... shards — by
 session (`x-gateway-session`) or conversation (its first turn) so that a conversation keeps its
@@ -140,7 +140,7 @@ def place_breakpoints(body: dict[str, Any], protocol: str, model: str, stable_en
     if not isinstance(turns, list):
         return body, {"decision": "skip_shape"}
     allowed = _CHAT_PARTS if protocol == "openai_chat" else _RESPONSES_PARTS
-    options = body.get("prompt_cache_options") if isinstance(body.get("prompt_cache_options"), dict) else {}
+    options = found if isinstance(found := body.get("prompt_cache_options"), dict) else {}
     slots = (4 if options.get("mode") == "explicit" else 3) - _count_markers(turns)
     # Tokens up to the end of each turn: tools, schema, instructions, then the turns in order.
     total = counter.count(_canon(body.get("tools") or [])) + counter.count(str(body.get("instructions") or ""))

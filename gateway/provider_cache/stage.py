@@ -29,23 +29,25 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 
 from gateway import metrics
-from gateway.accounting.normalize import dialect_for, normalize
+from gateway.accounting.normalize import expected_dialect, normalize
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.pipeline import Hit, Stage
-from gateway.provider_cache import anthropic, gemini, openai
+from gateway.provider_cache import gemini
+from gateway.provider_cache.cache_api import CacheApi, VertexApi
 from gateway.provider_cache.family import ensure_family
 from gateway.provider_cache.outcomes import NONE, Evidence, Outcome, OutcomeStore, outcome_key
 from gateway.provider_cache.stats import EMPTY, PrefixStats, StatsStore
-from gateway.provider_cache.tables import CachePrices, gpt_breakpoints, min_tokens, prices_for
+from gateway.provider_cache.tables import CachePrices, min_tokens, prices_for
 from gateway.provider_cache.tokens import TokenCounter, default_counter
-from gateway.rewrite.layout import Layout, module_for
+from gateway.rewrite.layout import Layout
+from gateway.rewrite.protocols import module_for
 from gateway.stores.base import KVStore, StoreUnavailable
 from gateway.upstream.client import UpstreamClients
 
@@ -84,10 +86,13 @@ class ProviderCacheStage(Stage):
         self.gemini = gemini.GeminiCaches(store, lambda: self.clients.session("gemini"), timeout_s=create_timeout_s,
                                           store_timeout_s=store_timeout, clock=clock)
         self._prices_ready = prices is not None and getattr(prices, "_map", None) is not None
+        # The gateway's Vertex AI access tokens, set by the assembly when Vertex is configured: the purge
+        # deletes the tenant's Vertex caches with them, each in its own location.
+        self.vertex_token: Callable[[], Awaitable[str]] | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
-        # Both loads block for a while (tokenizer ~0.3 s, litellm's cost map seconds): never on the loop.
+        # Both loads block for a while (tokenizer ~0.3 s, the cost map file ~30 ms): never on the loop.
         await asyncio.to_thread(self.counter.load)
         try:
             await asyncio.to_thread(lambda: self._book().cost_map)
@@ -118,21 +123,23 @@ class ProviderCacheStage(Stage):
             ctx.record["provider_cache"] = {"provider": ctx.provider, "decision": "skip_short"}
             return None  # most chat requests: far too short for any vendor cache, so nothing to decide
         protocol = ctx.upstream_adapter.name
-        lay = ctx.scratch.get("rewrite")
+        plugin = ctx.vendor.provider_cache if ctx.vendor is not None else None
+        lay = ctx.rewrite
         if not isinstance(lay, Layout):
             mod = module_for(protocol)
-            if mod is None:
+            own = getattr(plugin, "layout", None)  # a plug-in for a protocol the rewrite layer does not know
+            if mod is None and own is None:
                 return None
-            lay = mod.layout(ctx.upstream_body)
+            lay = mod.layout(ctx.upstream_body) if mod is not None else own(ctx.upstream_body)  # type: ignore[misc]
             ctx.record.setdefault("prefix_hash", lay.prefix_hash)
-        policy = ctx.policy.provider_cache
-        if ctx.provider == "anthropic" and protocol == "anthropic_messages" and policy.anthropic.enabled:
-            await self._anthropic(ctx, lay)
-        elif ctx.provider == "openai" and protocol in ("openai_chat", "openai_responses"):
-            await self._openai(ctx, lay, protocol)
-        elif ctx.provider == "gemini" and protocol == "gemini" and policy.gemini.enabled:
-            await self._gemini(ctx, lay)
+        if plugin is not None and protocol in plugin.protocols and plugin.enabled(ctx):
+            await plugin.decide(self, ctx, lay)
         return None
+
+    def state(self, ctx: RequestContext) -> dict[str, Any]:
+        """This stage's state for one request (read by its vendor plug-ins, `plugins.py`)."""
+        state: dict[str, Any] = ctx.scratch.setdefault(SCRATCH, {})
+        return state
 
     def _ids(self, ctx: RequestContext, lay: Layout) -> tuple[str, str | None]:
         def ident(h: str) -> str:
@@ -140,17 +147,17 @@ class ProviderCacheStage(Stage):
 
         return ident(lay.prefix_hash), (ident(lay.conversation_hash) if lay.history else None)
 
-    def _evidence_key(self, ctx: RequestContext) -> str | None:
+    def evidence_key(self, ctx: RequestContext) -> str | None:
         family = ensure_family(ctx)
         learn = ctx.policy is None or ctx.policy.provider_cache.learn
         return outcome_key(ctx.tenant, ctx.provider, ctx.model, family) if family and learn else None
 
-    async def _read_stats(self, ctx: RequestContext, lay: Layout
+    async def read_stats(self, ctx: RequestContext, lay: Layout
                           ) -> tuple[str, str | None, PrefixStats, PrefixStats, Evidence]:
         """Re-use statistics (template, conversation) and the family's observed outcomes, in one round
         trip; the template's sighting is counted here, the conversation's once its marker is known."""
         tid, cid = self._ids(ctx, lay)
-        okey = self._evidence_key(ctx)
+        okey = self.evidence_key(ctx)
         found, evidence = await asyncio.gather(self.stats.read(ctx.tenant, *([tid, cid] if cid else [tid])),
                                                self.outcomes.read(okey) if okey else _none())
         template, conversation = found[0], (found[1] if cid else EMPTY)
@@ -161,160 +168,22 @@ class ProviderCacheStage(Stage):
             state["conversation"] = (cid, conversation)
         return tid, cid, template, conversation, evidence
 
-    def _decided(self, ctx: RequestContext, provider: str, decision: str, record: dict[str, Any]) -> None:
+    def decided(self, ctx: RequestContext, provider: str, decision: str, record: dict[str, Any]) -> None:
         metrics.PROVIDER_CACHE_DECISIONS.labels(provider, decision).inc()
         ctx.record["provider_cache"] = {"provider": provider, "decision": decision, **record}
 
-    def _keep_original(self, ctx: RequestContext, body: dict[str, Any]) -> None:
+    def keep_original(self, ctx: RequestContext, body: dict[str, Any]) -> None:
         ctx.scratch.setdefault(SCRATCH, {}).setdefault("original", body)
 
-    def _gated(self, ctx: RequestContext, gate: str, kind: str = "short") -> None:
+    def gated(self, ctx: RequestContext, gate: str, kind: str = "short") -> None:
         """Remember the gate decision for `after()`, which records the outcome under it."""
         state = ctx.scratch.setdefault(SCRATCH, {})
         state["gate"], state["kind"] = gate, kind
 
-    async def _anthropic(self, ctx: RequestContext, lay: Layout) -> None:
-        _, _, template, conversation, evidence = await self._read_stats(ctx, lay)
-        gate = evidence.gate()
-        original = ctx.upstream_body
-        minimum = min_tokens("anthropic", ctx.model)
-        if gate == "skip_unread" and original.get("cache_control") is None:
-            self._conversation_seen(ctx, None)
-            self._gated(ctx, gate)
-            self._decided(ctx, "anthropic", "skip_unread", {"evidence": evidence.as_record(), "min_tokens": minimum})
-            return
-        body, plan = anthropic.place(original, lay.stable_end, minimum,
-                                     ctx.policy.provider_cache.anthropic.ttl,  # type: ignore[union-attr]
-                                     self.prices("anthropic", "anthropic", ctx.model), template, conversation,
-                                     self.counter, evidence)
-        if body is not original:
-            self._keep_original(ctx, original)
-            ctx.upstream_body = body
-        ttls = sorted({m["ttl"] for m in plan.markers})
-        if ttls:
-            ctx.record["cache_retention"] = ttls[0] if len(ttls) == 1 else "+".join(ttls)
-        turn = next((m["block"] for m in plan.markers if m["at"] == "turn"), None)
-        self._conversation_seen(ctx, turn)
-        if plan.markers and not plan.client_markers:
-            self._gated(ctx, gate, "long" if ttls == ["1h"] else "short")
-        record = plan.as_record()
-        record["evidence"] = evidence.as_record()
-        record["gate"] = gate
-        self._decided(ctx, "anthropic", plan.decision, record)
-
-    def _conversation_seen(self, ctx: RequestContext, marker: int | None, shard: int | None = None) -> None:
+    def conversation_seen(self, ctx: RequestContext, marker: int | None, shard: int | None = None) -> None:
         found = ctx.scratch.get(SCRATCH, {}).get("conversation")
         if found is not None:
             self.stats.record(ctx.tenant, found[0], found[1], marker=-1 if marker is None else marker, shard=shard)
-
-    async def _openai(self, ctx: RequestContext, lay: Layout, protocol: str) -> None:
-        pol = ctx.policy.provider_cache.openai  # type: ignore[union-attr]
-        breakpoints = pol.breakpoints == "auto" and gpt_breakpoints(ctx.model)
-        if pol.prompt_cache_key == "off" and pol.retention == "unset" and not breakpoints:
-            return  # nothing to decide: no statistics to read
-        _, _, template, conversation, evidence = await self._read_stats(ctx, lay)
-        original = ctx.upstream_body
-        affinity = ctx.session or lay.conversation_hash
-        body, rec = openai.set_key_and_retention(original, ctx.model, ctx.tenant, lay.prefix_hash, affinity, template,
-                                                 pol.prompt_cache_key, pol.retention, conversation)
-        gate = evidence.gate() if breakpoints else "write"
-        if not breakpoints:
-            bp = None
-        elif gate == "skip_unread":
-            # GPT-5.6+ write at the latest message on their own (implicit mode): explicit mode without
-            # a breakpoint writes nothing, which is what a family whose writes are never read needs.
-            body, bp = openai.stop_writing(body)
-        else:
-            body, bp = openai.place_breakpoints(body, protocol, ctx.model, lay.stable_end,
-                                                self.prices("openai", "openai", ctx.model), template, conversation,
-                                                self.counter, evidence)
-        self._conversation_seen(ctx, next((m["turn"] for m in (bp or {}).get("markers", []) if m["at"] == "turn"),
-                                          None), rec.get("shard"))
-        if bp is not None and bp.get("decision") != "skip_client_options":
-            self._gated(ctx, gate)
-            bp["evidence"], bp["gate"] = evidence.as_record(), gate
-        if body is not original:
-            self._keep_original(ctx, original)
-            ctx.upstream_body = body
-        if rec.get("prompt_cache_key"):
-            ctx.record["prompt_cache_key"] = rec["prompt_cache_key"]
-        if rec.get("retention"):
-            ctx.record["cache_retention"] = rec["retention"]
-        decision = {"gateway": "key", "client": "client_key"}.get(rec["key"], "key_off")
-        if bp is not None:
-            rec["breakpoints"] = bp
-            metrics.PROVIDER_CACHE_DECISIONS.labels("openai", bp["decision"]).inc()
-        self._decided(ctx, "openai", decision, rec)
-
-    async def _gemini(self, ctx: RequestContext, lay: Layout) -> None:
-        body = ctx.upstream_body
-        if body.get("cachedContent"):
-            self._decided(ctx, "gemini", "client_cache", {})
-            return
-        api_key = ctx.upstream_headers.get("x-goog-api-key")
-        if not api_key:
-            self._decided(ctx, "gemini", "skip_no_key", {})
-            return
-        pol = ctx.policy.provider_cache.gemini  # type: ignore[union-attr]
-        minimum = min_tokens("gemini", ctx.model)
-        prefix, tokens = gemini.choose_prefix(body, ctx.model, gemini.key_fingerprint(api_key), lay.stable_end,
-                                              minimum, self.counter)
-        if prefix is None:
-            self._decided(ctx, "gemini", "skip_min", {"prefix_tokens": tokens, "min_tokens": minimum})
-            return
-        okey = self._evidence_key(ctx)
-        ctx.scratch.setdefault(SCRATCH, {})["outcome_key"] = okey
-        handle, found, evidence = await asyncio.gather(self.gemini.handle(ctx.tenant, prefix),
-                                                       self.stats.read(ctx.tenant, prefix.cache_id),
-                                                       self.outcomes.read(okey) if okey else _none())
-        stats = found[0]
-        self.stats.record(ctx.tenant, prefix.cache_id, stats)
-        prices = self.prices("gemini", "gemini", ctx.model)
-        gate = evidence.gate()
-        rec: dict[str, Any] = {"prefix_tokens": prefix.tokens, "min_tokens": minimum, "gate": gate,
-                               "leading_contents": prefix.leading, "stats": stats.as_record(),
-                               "evidence": evidence.as_record()}
-        decision = "reuse"
-        storage_usd = 0.0
-        if handle is not None:
-            handle, hours = await self.gemini.extend(ctx.tenant, prefix, handle, api_key, pol.ttl)
-            if hours:
-                decision = "extend"
-                storage_usd = handle["tokens"] * hours * prices.storage_hour if handle else 0.0
-        if handle is None:
-            # A probe's second half creates nothing: reads of a CachedContent need no marker, so
-            # the first half's cache shows by itself whether it is used.
-            if gate in ("skip_unread", "probe2"):
-                self._gated(ctx, gate)
-                self._decided(ctx, "gemini", "skip_unread", rec)
-                return
-            observed = evidence.observed_reuses("short")
-            d = self.gemini.break_even(prefix, prices, stats, pol.ttl, pol.min_expected_reuses, observed)
-            rec["breakeven"] = d.as_record()
-            if not d.cache:
-                self._decided(ctx, "gemini", "skip_breakeven", rec)
-                return
-            if ctx.no_store:
-                self._decided(ctx, "gemini", "skip_no_store", rec)
-                return
-            handle, outcome = await self.gemini.create(ctx.tenant, prefix, ctx.model, ctx.upstream_base_url, api_key,
-                                                       pol.ttl)
-            if handle is None:
-                self._decided(ctx, "gemini", "skip_" + outcome, rec)
-                return
-            decision = "create" if outcome == "created" else "reuse"
-            if outcome == "created":
-                # Creation bills the cached tokens at the input price, then storage for the TTL.
-                storage_usd = handle["tokens"] * (prices.storage_hour * (handle["expire"] - handle["created"]) / 3600.0
-                                                  + prices.input)
-        self._gated(ctx, gate)
-        ctx.scratch[SCRATCH]["gemini_outcome"] = decision
-        self._use_gemini(ctx, prefix, handle)
-        rec["cache_name"] = handle["name"]
-        if storage_usd:
-            ctx.record["storage_cost_usd"] = ctx.record.get("storage_cost_usd", 0.0) + storage_usd
-            ctx.record["provider_cache_storage_usd"] = storage_usd
-        self._decided(ctx, "gemini", decision, rec)
 
     # ---- outcomes ------------------------------------------------------------------------------------
     async def after(self, ctx: RequestContext) -> None:
@@ -326,22 +195,25 @@ class ProviderCacheStage(Stage):
             return
         gate, kind = state["gate"], state.get("kind", "short")
         created = state.get("gemini_outcome")
-        if ctx.provider == "gemini":  # a write is a CachedContent created, a read one used
+        plugin = ctx.vendor.provider_cache if ctx.vendor is not None else None
+        if plugin is not None and plugin.writes_are_objects:  # a write is a cache object created, a read one used
             outcome = Outcome(created == "create", created in ("reuse", "extend"), kind, gate)
         else:
-            protocol = ctx.upstream_adapter.name if ctx.upstream_adapter else None
-            usage = normalize(dialect_for(ctx.provider, protocol, self.settings), ctx.answer.usage_raw or {})
+            usage = normalize(expected_dialect(ctx), ctx.answer.usage_raw or {})
             outcome = Outcome(usage.cache_creation_input_tokens > 0, usage.cached_input_tokens > 0,
                               "long" if usage.cache_write_long_tokens else kind, gate,
                               usage.cache_creation_input_tokens, usage.cached_input_tokens)
         await self.outcomes.record(state["outcome_key"], outcome)
 
-    def _use_gemini(self, ctx: RequestContext, prefix: gemini.Prefix, handle: dict[str, Any]) -> None:
+    def use_gemini(self, ctx: RequestContext, prefix: gemini.Prefix, handle: dict[str, Any],
+                   api: CacheApi | None = None) -> None:
         state = ctx.scratch.setdefault(SCRATCH, {})
-        state.setdefault("gemini", {"prefix": prefix, "body": ctx.upstream_body, "path": ctx.upstream_path})
+        state.setdefault("gemini", {"prefix": prefix, "body": ctx.upstream_body, "path": ctx.upstream_path,
+                                    "api": api})
         original = state["gemini"]
         ctx.upstream_body = gemini.reference(original["body"], prefix, handle["name"])
-        ctx.upstream_path = gemini.v1beta_path(original["path"])
+        if not isinstance(api, VertexApi):  # Vertex AI's v1 serves context caches; the Gemini API's v1beta
+            ctx.upstream_path = gemini.v1beta_path(original["path"])
 
     # ---- recovery --------------------------------------------------------------------------------
     async def on_upstream_error(self, ctx: RequestContext, status: int, body: Any) -> bool:
@@ -359,19 +231,19 @@ class ProviderCacheStage(Stage):
             prefix: gemini.Prefix = g["prefix"]
             await self.gemini.forget(ctx.tenant, prefix.cache_id)
             ctx.upstream_body, ctx.upstream_path = g["body"], g["path"]
-            api_key = ctx.upstream_headers.get("x-goog-api-key") or ""
+            api = g.get("api")
             pol = ctx.policy.provider_cache.gemini if ctx.policy is not None else None
             handle: dict[str, Any] | None = None
-            if api_key and pol is not None:
+            if api is not None and pol is not None:
                 try:
-                    handle, _ = await self.gemini.create(ctx.tenant, prefix, ctx.model, ctx.upstream_base_url,
-                                                               api_key, pol.ttl)
+                    model = ctx.vendor.upstream_model(ctx.model) if ctx.vendor is not None else ctx.model
+                    handle, _ = await self.gemini.create(ctx.tenant, prefix, model, "", "", pol.ttl, api=api)
                 except StoreUnavailable:
                     handle = None
             if handle is not None:
-                self._use_gemini(ctx, prefix, handle)
+                self.use_gemini(ctx, prefix, handle, api)
             decision = "recreate" if handle is not None else "recover_plain"
-            metrics.PROVIDER_CACHE_DECISIONS.labels("gemini", decision).inc()
+            metrics.PROVIDER_CACHE_DECISIONS.labels(ctx.provider, decision).inc()
             ctx.record.setdefault("provider_cache", {})["recovered"] = {"status": status, "outcome": decision}
             return True
         original = state.get("original")
@@ -390,7 +262,7 @@ class ProviderCacheStage(Stage):
         their handles; returns how many. Provider caches are not versioned: `version` is ignored."""
         key = self.settings.vendor_key("gemini") if hasattr(self.settings, "vendor_key") else None
         try:
-            return await self.gemini.purge(tenant, key)
+            return await self.gemini.purge(tenant, key, self.vertex_token)
         except StoreUnavailable as exc:
             raise GatewayError(503, "The store is unavailable; provider caches were not purged.") from exc
 

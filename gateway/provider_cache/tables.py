@@ -1,6 +1,6 @@
 """Per-model minimum cacheable lengths and the prices the break-even needs.
 
-Minimums (vendor-caching.md §1.1, §2.1, §3.1-3.2): below them a vendor silently caches nothing
+Minimums (docs/provider-caches.md): below them a vendor silently caches nothing
 (Anthropic, OpenAI) or refuses to create the cache (Gemini's 400 "Cached content is too small").
 The vendors change them often, so they are plain dicts matched by longest name prefix.
 
@@ -25,7 +25,7 @@ GEMINI_MIN = {
     "gemini-2.5-flash": 2048, "gemini-2.5-pro": 2048, "gemini-2.5-flash-lite": 2048,
     "gemini-3": 4096, "gemini-3.1-pro": 4096, "gemini-2.0": 4096, "gemini-1.5": 32768,
 }
-DEFAULT_MIN = {"anthropic": 1024, "gemini": 4096, "openai": 1024, "deepseek": 64}
+DEFAULT_MIN = {"anthropic": 1024, "gemini": 4096, "openai": 1024, "deepseek": 64, "bedrock": 1000}
 # Gemini answers 400 below its minimum, so a created cache gets this margin over our count (our
 # tokenizer is not Gemini's); Anthropic and OpenAI just don't cache, so no margin there.
 GEMINI_MARGIN = 1.10
@@ -37,7 +37,7 @@ def _longest_prefix(table: dict[str, int], model: str) -> int | None:
 
 
 def min_tokens(vendor: str, model: str) -> int:
-    name = model.removeprefix("models/")
+    name = model.rsplit("/", 1)[-1]  # `models/…`, and the platforms' `vertex_ai/…`
     table = {"anthropic": ANTHROPIC_MIN, "gemini": GEMINI_MIN}.get(vendor)
     found = _longest_prefix(table, name) if table else None
     return found if found is not None else DEFAULT_MIN.get(vendor, 1024)
@@ -48,7 +48,7 @@ def gemini_implicit(model: str) -> bool:
     import re
 
     m = re.match(r"^(?:models/)?gemini-(\d+)(?:\.(\d+))?", model)
-    return bool(m) and (int(m.group(1)), int(m.group(2) or 0)) >= (2, 5)
+    return m is not None and (int(m.group(1)), int(m.group(2) or 0)) >= (2, 5)
 
 
 def gpt_breakpoints(model: str) -> bool:
@@ -56,11 +56,11 @@ def gpt_breakpoints(model: str) -> bool:
     import re
 
     m = re.match(r"^gpt-(\d+)(?:\.(\d+))?", model)
-    return bool(m) and (int(m.group(1)), int(m.group(2) or 0)) >= (5, 6)
+    return m is not None and (int(m.group(1)), int(m.group(2) or 0)) >= (5, 6)
 
 
 def openai_retentions(model: str) -> tuple[str, ...]:
-    """`prompt_cache_retention` values a model accepts (vendor-caching.md §1.1)."""
+    """`prompt_cache_retention` values a model accepts."""
     import re
 
     name = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model)
@@ -85,7 +85,7 @@ class CachePrices:
 
 
 _NOMINAL = 1e-6
-_RATIOS = {  # read, write, write_long relative to input (vendor-caching.md §4)
+_RATIOS = {  # read, write, write_long relative to input
     "anthropic": (0.1, 1.25, 2.0),
     "gemini": (0.1, 1.0, 1.0),
     "openai": (0.5, 1.0, 1.0),

@@ -58,11 +58,18 @@ class TokenCounter:
                 return False
             try:
                 import tiktoken
+                from tiktoken_ext.openai_public import o200k_base
 
                 # tiktoken finds its files through this variable only; litellm sets it the same way
                 # (process-wide) when it is imported, so pointing it there changes nothing else.
                 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
-                self._enc = tiktoken.get_encoding("o200k_base")
+                # A private copy of the encoding, not tiktoken's registry's: its Python table of the
+                # 200k ranks (~28 MB, read only to pickle the encoding) is dropped once the native
+                # encoder holds its own copy, without touching an encoding anyone else shares.
+                enc = tiktoken.Encoding(**o200k_base())
+                if isinstance(getattr(enc, "_mergeable_ranks", None), dict):
+                    enc._mergeable_ranks = {}
+                self._enc = enc
             except Exception as exc:  # a missing file must not stop the gateway: estimates remain
                 log.warning("tokenizer unavailable; using character estimates", extra={"error": repr(exc)})
                 return False

@@ -12,6 +12,7 @@ may hold is exactly the stable part.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from gateway.rewrite.layout import Layout, RewriteOptions, insert_context, rewrite_schemas
@@ -19,6 +20,10 @@ from gateway.rewrite.move import Mover, canonical, rewrite_texts, sort_by_name, 
 
 PROTOCOL = "gemini"
 TURNS = "contents"
+
+
+def _declaration_where(tool: int, _j: int, decl: dict[str, Any]) -> str:
+    return f"tools.{tool}.{decl.get('name')}"
 
 
 def _role(content: Any) -> str:
@@ -54,7 +59,7 @@ def _hashes(body: dict[str, Any], contents: list[Any]) -> tuple[str, str]:
 
 
 def layout(body: dict[str, Any]) -> Layout:
-    contents = body.get(TURNS) if isinstance(body.get(TURNS), list) else []
+    contents = found if isinstance(found := body.get(TURNS), list) else []
     tail = tail_start(contents)
     prefix, conversation = _hashes(body, contents)
     return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=tail > 0)
@@ -83,9 +88,8 @@ def _rewrite_tools(tools: list[Any], mover: Mover, sort: bool, lay: Layout) -> l
         if sort:
             decls, moved = sort_by_name(decls, lambda d: d.get("name") if isinstance(d, dict) else None)
             lay.tools_sorted = lay.tools_sorted or moved
-        # Declarations are named within their tool entry (which has no name of its own); `i` is bound
-        # as a default so the callback cannot see a later iteration's value.
-        new_decls = rewrite_schemas(decls, mover, lay, lambda _j, d, i=i: f"tools.{i}.{d.get('name')}")
+        # Declarations are named within their tool entry (which has no name of its own).
+        new_decls = rewrite_schemas(decls, mover, lay, functools.partial(_declaration_where, i))
         out.append(canonical({**tool, "functionDeclarations": new_decls}))
     return out
 

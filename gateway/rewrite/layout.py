@@ -1,8 +1,8 @@
 """Where a native request body's stable prefix ends, and what the rewrite did to it.
 
-Every protocol module (`openai_chat.py`, `openai_responses.py`, `anthropic.py`, `gemini.py`) offers
-the same three functions, so the stage, the provider-cache layer and lint never branch on the
-protocol themselves:
+Every protocol module (`openai_chat.py`, `openai_responses.py`, `anthropic.py`, `gemini.py`, listed in
+`protocols.py`) offers the same three functions, so the stage, the provider-cache layer and lint never
+branch on the protocol themselves:
 
     layout(body) -> Layout                       # read-only: where the tail starts, prefix hash
     rewrite(body, mover, options) -> (body, Layout)   # a rewritten copy (the input is not mutated)
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 from gateway.rewrite.move import Moved, Mover, canonical, is_canonical, rewrite_description
@@ -93,21 +92,6 @@ def insert_context(lay: Layout, turns: list[Any], tail: int, mover: Mover,
     lay.history = history
     lay.tail_start = tail + (1 if block is not None else 0)
     lay.moved = list(mover.moved)
-
-
-def module_for(protocol: str) -> ModuleType | None:
-    """The protocol module for a native protocol name; None for an unknown one."""
-    if protocol == "openai_chat":
-        from gateway.rewrite import openai_chat as mod
-    elif protocol == "openai_responses":
-        from gateway.rewrite import openai_responses as mod
-    elif protocol == "anthropic_messages":
-        from gateway.rewrite import anthropic as mod
-    elif protocol == "gemini":
-        from gateway.rewrite import gemini as mod
-    else:
-        return None
-    return mod
 
 
 def text_of(content: Any) -> str:

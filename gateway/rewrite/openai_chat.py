@@ -71,7 +71,7 @@ def _hashes(body: dict[str, Any], messages: list[Any]) -> tuple[str, str]:
 
 
 def layout(body: dict[str, Any]) -> Layout:
-    messages = body.get(TURNS) if isinstance(body.get(TURNS), list) else []
+    messages = found if isinstance(found := body.get(TURNS), list) else []
     tail = tail_start(messages)
     prefix, conversation = _hashes(body, messages)
     return Layout(PROTOCOL, TURNS, tail, tail, prefix, conversation, history=_history(messages, tail))

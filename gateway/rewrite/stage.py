@@ -11,11 +11,10 @@ protocol (after any translation). Per tenant policy (`prompt_rewrite`):
 
 The final user turn and assistant turns are never edited. What moved (kinds and places, never the
 values) goes to the usage record as `rewrite`, with the stable-prefix hash (`prefix_hash`, also the
-template id when the client sent none). The layout is left in `ctx.scratch["rewrite"]` for the
+template id when the client sent none). The layout is left in `ctx.rewrite` for the
 provider-cache stage, which places its breakpoints at the end of the stable part.
 
-Not applied to the vLLM pool: a self-hosted model's chat template may refuse a system or a second
-user message in the middle of a conversation, and cache-aware routing already keys on the prefix.
+Applied to the vendors whose spec has a rewrite plug-in (`gateway/vendors/`); the vLLM pool has none.
 """
 
 from __future__ import annotations
@@ -25,13 +24,12 @@ import logging
 from gateway.context import RequestContext
 from gateway.pipeline import Hit, Stage
 from gateway.rewrite.detect import detector_for
-from gateway.rewrite.layout import RewriteOptions, module_for
+from gateway.rewrite.layout import RewriteOptions
 from gateway.rewrite.move import Mover, contains_placeholder
+from gateway.rewrite.protocols import module_for
 
 log = logging.getLogger("gateway.rewrite")
 
-SKIP_PROVIDERS = frozenset({"vllm"})
-SCRATCH = "rewrite"
 
 
 class RewriteStage(Stage):
@@ -39,7 +37,8 @@ class RewriteStage(Stage):
 
     async def before(self, ctx: RequestContext) -> Hit | None:
         policy = ctx.policy.prompt_rewrite if ctx.policy is not None else None
-        if policy is None or not policy.enabled or ctx.provider in SKIP_PROVIDERS:
+        plugin = ctx.vendor.rewrite if ctx.vendor is not None else None
+        if policy is None or not policy.enabled or plugin is None:
             return None
         protocol = ctx.upstream_adapter.name if ctx.upstream_adapter is not None else ""
         mod = module_for(protocol)
@@ -53,9 +52,9 @@ class RewriteStage(Stage):
         else:
             mover = Mover(detector_for(tuple(policy.volatile_patterns)))
             options = RewriteOptions(sort_tools=policy.sort_tools,
-                                     context_role="system" if ctx.provider == "openai" else "user")
+                                     context_role=plugin.context_role)
             ctx.upstream_body, lay = mod.rewrite(ctx.upstream_body, mover, options)
-        ctx.scratch[SCRATCH] = lay
+        ctx.rewrite = lay
         ctx.record["rewrite"] = lay.record()
         ctx.record["prefix_hash"] = lay.prefix_hash
         if ctx.template_id is None:

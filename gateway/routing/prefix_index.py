@@ -1,6 +1,6 @@
 """An approximate, per-replica index of the prompt prefixes each vLLM replica probably holds in its KV cache.
 
-vLLM caches a prompt as chained hashes of full 16-token blocks (cache-aware-routing.md §3.2). The gateway
+vLLM caches a prompt as chained hashes of full 16-token blocks. The gateway
 does not tokenize (the replica's tokenizer and chat template are not known here), so it mirrors that
 structure over the *rendered request bytes*: the body is serialized deterministically, cut into
 `chunk_bytes`-byte chunks (64 bytes ≈ 16 tokens at ~4 bytes a token, llm-d's approximation), and each
@@ -10,7 +10,7 @@ therefore shares its leading keys with it.
 
 Each replica's index is an LRU of chunk keys bounded to mirror that replica's KV capacity (learned from
 `vllm:cache_config_info`, or set). Keys are inserted in *reverse* order, as vLLM frees a finished
-request's blocks (last block first, §3.3): the tail of a prompt is evicted before its head, so a
+request's blocks (last block first): the tail of a prompt is evicted before its head, so a
 prefix survives longest, as it does on the replica.
 
 The hashes are deterministic across processes (blake2b, not Python's salted `hash`), so every gateway

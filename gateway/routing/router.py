@@ -230,6 +230,7 @@ class RouteStage(Stage):
     """Pipeline stage `route`: only requests resolved to the vLLM pool (`ctx.provider == "vllm"`)."""
 
     name = "route"
+    light = True  # pass-through requests to the pool are routed too
 
     def __init__(self, router: Router) -> None:
         self.router = router

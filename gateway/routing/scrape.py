@@ -3,7 +3,7 @@
 vLLM's page is large (histograms per model and engine); only a handful of families matter here, so
 lines are filtered by name first and only those go through prometheus_client's parser, which keeps
 a scrape cheap on the event loop. Current names first, the pre-0.9 names as a fallback for older
-engines (cache-aware-routing.md §3.5).
+engines.
 """
 
 from __future__ import annotations

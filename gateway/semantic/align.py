@@ -11,9 +11,11 @@ or a reworded question) is what the guard judges.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gateway.semantic.lean_import import without
 from gateway.semantic.lexical import Analysis, Token
 from gateway.semantic.lexicon import english_words, wordnet_senses
 
@@ -75,15 +77,24 @@ def same_word(a: Token, b: Token) -> bool:
     return False
 
 
+@lru_cache(maxsize=1)
+def _lemminflect() -> Callable[[str], dict[str, tuple[str, ...]]] | None:
+    try:
+        with without("spacy"):  # its spaCy hook is never used here (see lean_import)
+            from lemminflect import getAllLemmas
+    except ImportError:
+        return None
+    return getAllLemmas  # type: ignore[no-any-return]
+
+
 @lru_cache(maxsize=65536)
 def lemmas(word: str) -> frozenset[str]:
     """The noun and verb lemmas of an English word form (LemmInflect's lexicon; empty without it).
     Adjective and adverb lemmas are left out on purpose: `better` → `good` is a comparative."""
-    try:
-        from lemminflect import getAllLemmas
-    except ImportError:
+    get_all_lemmas = _lemminflect()
+    if get_all_lemmas is None:
         return frozenset()
-    found = getAllLemmas(word)
+    found = get_all_lemmas(word)
     return frozenset(lemma for pos in ("NOUN", "VERB") for lemma in found.get(pos, ()))
 
 

@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.load(args.config)
     options = SemanticOptions.from_params(settings.semantic.params)
     rows = load_pairs(args.pairs)
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    key = settings.vendor_key("openai")
     backend = backend_from_settings(settings.embedding_model, settings.base_url("openai"), key)
     backend.load()
     texts = sorted({r["cached"] for r in rows} | {r["query"] for r in rows})

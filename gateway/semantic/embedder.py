@@ -117,7 +117,16 @@ class SentenceTransformerBackend:
         from sentence_transformers import SentenceTransformer
 
         torch.set_num_threads(1)
-        model = SentenceTransformer(self.path, device="cpu")
+        try:
+            # What is installed first: a model that is not there must not wait on the hub's retries
+            # (a minute and more where the hub cannot be reached, as inside a VPC).
+            model = SentenceTransformer(self.path, device="cpu", local_files_only=True)
+        except Exception as exc:
+            if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or os.path.isdir(self.path):
+                raise RuntimeError(f"the embedding model {self.path!r} is not installed (no local copy, and "
+                                   "HF_HUB_OFFLINE is set): set GATEWAY_EMBEDDING_MODEL to a local path or an "
+                                   "installed model") from exc
+            model = SentenceTransformer(self.path, device="cpu")  # may download it once
         getdim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(getdim())
         self._model = model

@@ -137,6 +137,12 @@ class EvidenceBook:
                                   "evidence" if bound <= max_error_rate else "error_bound_too_high")
         return best
 
+    def wrong_above(self, tenant: str, lang: str, lane: str, similarity: float) -> bool:
+        """A wrong observation in the neighbourhood at least as similar as `similarity` (minus the
+        entry margin): a pair that close was wrong, so a less similar one is not served on a prior."""
+        pool = self._pools.get((tenant, lang, lane))
+        return pool is not None and any(not ok and s >= similarity - ENTRY_MARGIN for s, ok in pool)
+
     def forget(self, entry_id: str) -> None:
         self._entries.pop(entry_id, None)
 

@@ -25,8 +25,10 @@ Two lanes. *Same content*: every content word of each question has a counterpart
 the cosine may be `same_content_margin` below the threshold. *Reworded*: the guard found nothing
 wrong but some content words have no counterpart; the cosine cannot tell a paraphrase from a
 same-topic question with another intent, so `decide` never serves this lane: it returns
-`lane="reworded"` and the stage serves it only on evidence (`gateway.semantic.evidence`) and when
-the main action and its object agree (`gateway.semantic.structure`).
+`lane="reworded"` (and `marked` when negation, scope or particle words differ), and the stage
+serves it only when the main action and its object agree (`gateway.semantic.structure`) and either
+a stronger judge is confident (`gateway.semantic.paraphrase`; never for a marked pair) or the
+evidence allows it (`gateway.semantic.evidence`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
+from gateway.semantic import structure
 from gateway.semantic.align import Alignment, align
 from gateway.semantic.lexical import Analysis, analyze
 from gateway.semantic.lexicon import EN_ANTONYMS, EN_FRAME, EN_SCOPE, ZH_ANTONYMS, ZH_FRAME, ZH_SCOPE
@@ -57,6 +60,11 @@ class GuardParams:
     same_content_margin: float = 0.10  # cosine slack when every content word has a counterpart
     cross_language: bool = False  # allow a hit between questions in different languages
     entity_check: bool = True  # reject an unmatched name-like token in reworded questions
+    # The reworded lane before evidence: served when the second opinion (`gateway.semantic.paraphrase`:
+    # MiniLM's cosine for English, USE's for Chinese) reaches this bar and the structure agrees.
+    # Above 1.0: that language's reworded lane waits for evidence.
+    reworded_bar_en: float = 0.80
+    reworded_bar_zh: float = 0.84
 
     @classmethod
     def from_settings(cls, params: dict[str, Any]) -> GuardParams:
@@ -77,6 +85,9 @@ class Verdict:
     reason: str  # "hit" or why not ("reworded": the reworded lane, which needs evidence)
     similarity: float
     lane: str = ""  # SAME_CONTENT or REWORDED once the guard passed; "" when it rejected
+    # A reworded pair whose negation, scope or polarity words differ (checked at any word overlap):
+    # it may be served on evidence, never on the second opinion alone
+    marked: bool = False
 
 
 def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (),
@@ -105,7 +116,8 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
             return "negation", al
         if _scope_changed(a, b, al):
             return "scope", al
-    if not al.unmatched_a and not al.unmatched_b and _roles_swapped(a, b):
+    if not al.unmatched_a and not al.unmatched_b and (
+            _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):
         return "role_swap", al
     changed = bool(al.unmatched_a or al.unmatched_b)
     if changed and (al.ratio >= params.near_copy_ratio
@@ -140,7 +152,29 @@ def decide(cached: str, query: str, similarity: float, threshold: float,
         return Verdict(True, "hit", similarity, lane)
     if similarity < threshold:
         return Verdict(False, "below_threshold", similarity, lane)
-    return Verdict(False, REWORDED, similarity, lane)
+    return Verdict(False, REWORDED, similarity, lane, _markers_differ(a, b, al))
+
+
+def markers_differ(cached: str, query: str) -> bool:
+    """`Verdict.marked` for a pair, whatever the cosine (the benchmark's one pass per pair)."""
+    a, b = analyze(cached), analyze(query)
+    return _markers_differ(a, b, align(a, b) if a.lang == b.lang else None)
+
+
+def _markers_differ(a: Analysis, b: Analysis, al: Alignment | None) -> bool:
+    """Negation, scope or polarity words that differ between two reworded questions. The guard
+    compares them only between questions that share enough words (a rewording may say "without
+    internet" for "offline"); a pair served before any evidence must not differ in them at all
+    (`吃太多` / `不吃东西`, `peak` / `off-peak`)."""
+    if a.negations % 2 != b.negations % 2:
+        return True
+    if al is None:
+        return False
+    if any(t.raw in EN_SCOPE or t.raw in _POLAR for t in (*al.unmatched_a, *al.unmatched_b)):
+        return True
+    if a.lang == "zh":
+        return any((w in a.text) != (w in b.text) for w in ZH_SCOPE)
+    return False
 
 
 def warm_up() -> None:
@@ -168,6 +202,9 @@ def _opposites(a: Analysis, b: Analysis) -> bool:
                 return True
     return False
 
+
+# the particles that turn a verb into its opposite (`off` of `turn off`, `out` of `log out`)
+_POLAR = frozenset(term.split()[-1] for pair in EN_ANTONYMS for term in pair if " " in term)
 
 _EN_OPPOSITE: dict[str, list[str]] = {}
 for _x, _y in EN_ANTONYMS:

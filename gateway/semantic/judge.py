@@ -20,6 +20,10 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Any, Protocol
 
+import orjson
+
+from gateway.signing.base import OutgoingRequest
+
 if TYPE_CHECKING:
     from gateway.providers import ProviderTable
     from gateway.upstream.client import UpstreamClients
@@ -75,8 +79,8 @@ class ChatJudge:
                     fresh: str) -> bool | None:
         import aiohttp
 
-        provider = self.providers.for_model(model, "openai")
-        if provider is None or provider.vendor != "openai" or not provider.base_url:
+        provider = self.providers.for_model(model, "openai_chat")
+        if provider is None or "openai_chat" not in provider.spec.speaks or not provider.base_url:
             log.warning("semantic cache: judge model is not served over an OpenAI-compatible upstream",
                         extra={"model": model})
             return None
@@ -89,8 +93,11 @@ class ChatJudge:
                 question=question, cached_question=cached_question, cached=cached[:4000], fresh=fresh[:4000])}],
         }
         url = f"{provider.base_url}/chat/completions"
+        payload = orjson.dumps(body)
+        outgoing = OutgoingRequest("POST", url, {"content-type": "application/json"}, payload, key)
+        await provider.signer.sign(outgoing)
         session = self.clients.session(provider.name)
-        async with session.post(url, json=body, headers=provider.auth_headers(key),
+        async with session.post(url, data=payload, headers=outgoing.headers,
                                 proxy=self.clients.proxy_for(url),
                                 timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
             if resp.status != 200:

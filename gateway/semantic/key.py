@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from gateway.cache.key import TRANSPORT_FIELDS, canonical_bytes, identity_material, unreplayable
+from gateway.keys import canonical_bytes, identity_material, unreplayable
 
 if TYPE_CHECKING:
     from gateway.context import RequestContext
@@ -26,15 +26,7 @@ if TYPE_CHECKING:
 
 CONTEXT_VERSION = 1  # bump when the material changes: older entries then simply miss
 
-# Body fields that carry the prompt, which the `Conversation` view already holds (system, turns,
-# tools); the final user question among them is what the layer compares by meaning.
-PROMPT_FIELDS: dict[str, frozenset[str]] = {
-    "openai_chat": frozenset({"messages"}),
-    "openai_responses": frozenset({"input", "instructions"}),
-    "anthropic_messages": frozenset({"messages", "system"}),
-    "gemini": frozenset({"contents", "systemInstruction", "system_instruction"}),
-}
-_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate"})
+_GENERATION_ENDPOINTS = frozenset({"chat", "responses", "messages", "generate", "converse"})
 
 # Never written, never looked up: answers to these go stale or hold personal data. Built in and
 # always on; a tenant adds its own through `semantic_cache.exclude_patterns`.
@@ -72,7 +64,7 @@ def skip_reason(ctx: RequestContext, policy: SemanticCachePolicy | None, user_sc
         return "endpoint"
     if user_scope and not ctx.user:
         return "no user"
-    why = unreplayable(ctx.adapter.name, ctx.body)
+    why = unreplayable(ctx)
     if why:
         return why
     body = ctx.body
@@ -98,9 +90,8 @@ def skip_reason(ctx: RequestContext, policy: SemanticCachePolicy | None, user_sc
 
 
 def context_material(ctx: RequestContext, user_scope: bool, version: str, embedder: tuple[str, int]) -> dict[str, Any]:
-    protocol = ctx.adapter.name
-    drop = TRANSPORT_FIELDS.get(protocol, frozenset({"stream", "stream_options"})) | PROMPT_FIELDS.get(
-        protocol, frozenset({"messages"}))
+    # the prompt fields are in the `Conversation` view (system, turns, tools), hashed below one by one
+    drop = ctx.adapter.transport_fields | ctx.adapter.prompt_fields
     conv = ctx.conversation
     return {
         "v": CONTEXT_VERSION,

@@ -3,10 +3,11 @@
 before(): when the request qualifies (`gateway.semantic.key.skip_reason`), embed the final user
 question, search the tenant's entries of this exact context (`Scope`: tenant + context hash +
 knowledge version + unexpired), and run the decision (`gateway.semantic.guard.decide`) on the
-candidates, best first. A same-content candidate is a hit; a reworded one only when the evidence
-bound (`gateway.semantic.learning`) and the questions' structure (`gateway.semantic.structure`)
-allow it. A hit returns the stored answer with `semantic-hit` and its similarity; a share of
-would-be hits (`verify_share`) goes upstream instead, to be compared.
+candidates, best first. A same-content candidate is a hit unless its parties changed roles; a
+reworded one only when the questions' structure agrees (`gateway.semantic.structure`) and either the
+second opinion is confident (`gateway.semantic.paraphrase`) or the evidence bound
+(`gateway.semantic.learning`) allows it. A hit returns the stored answer with `semantic-hit` and its
+similarity; a share of would-be hits (`verify_share`) goes upstream instead, to be compared.
 
 after(): a qualifying miss answered completely by the upstream is written, in a background task
 (the response never waits for it); a verified would-be hit's fresh answer becomes evidence.
@@ -34,7 +35,7 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
-from gateway.semantic import structure
+from gateway.semantic.checks import OffLoopChecks
 from gateway.semantic.embedder import Embedder, backend_from_settings
 from gateway.semantic.guard import REWORDED, cosine_for, decide, similarity, warm_up
 from gateway.semantic.judge import Judge
@@ -93,26 +94,36 @@ class SemanticCacheStage(Stage):
 
     def __init__(self, settings: Settings, *, embedder: Embedder | None = None, store: VectorStore | None = None,
                  clock: Callable[[], float] = time.time, judge: Judge | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, lazy: bool = False) -> None:
         """`embedder` and `store` may be shared objects built by the caller; otherwise they come from
-        the settings (`GATEWAY_EMBEDDING_MODEL`, `GATEWAY_QDRANT_URL` / `GATEWAY_DATA_DIR`)."""
+        the settings (`GATEWAY_EMBEDDING_MODEL`, `GATEWAY_QDRANT_URL` / `GATEWAY_DATA_DIR`).
+
+        `lazy`: `start()` loads nothing; the embedder, the guard's resources and the store load in the
+        background once some tenant enables the layer (`prepare`, or that tenant's first request), so
+        a gateway whose tenants leave the layer off never holds them (hundreds of MB, seconds of start-up).
+        Until then the layer reports `state` "off" or "loading" and requests skip it."""
         self.settings = settings
         self.options = SemanticOptions.from_params(settings.semantic.params)
         if embedder is None:
-            key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+            key = settings.vendor_key("openai")
             backend = backend_from_settings(settings.embedding_model, settings.base_url("openai"), key)
             embedder = Embedder(backend, window_ms=self.options.batch_window_ms, max_batch=self.options.max_batch,
                                 cache_size=self.options.lru_size)
         self.embedder = embedder
+        self.off_reason: str | None = None  # why the layer is off (shown by /readyz), None while it works
         self.store = store
         self.clock = clock
         self.learner = Learner(judge=judge, rng=rng)
-        self._loading: set[str] = set()
+        self.checks = OffLoopChecks(self.options.guard, self._spawn)
         self._open = False
         self._last_open_try = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._purger: asyncio.Task[None] | None = None
         self._last_warning = 0.0
+        self.lazy = lazy
+        self._load: asyncio.Task[None] | None = None
+        self._loaded = False
+        self._failed: str | None = None
 
     @property
     def anchor(self) -> float:
@@ -120,17 +131,59 @@ class SemanticCacheStage(Stage):
 
     # ---- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        if not self.lazy:
+            await self._load_all()
+
+    @property
+    def state(self) -> str:
+        """"off" (nothing loaded: no tenant has enabled the layer), "loading", "ready" or "failed: …"."""
+        if self._failed is not None:
+            return f"failed: {self._failed}"
+        if self._loaded:
+            return "ready"
+        return "loading" if self._load is not None else "off"
+
+    def prepare(self, policies: Any) -> asyncio.Task[None] | None:
+        """Start loading in the background when a tenant of `policies` (a PolicySet) enables the layer:
+        the loading task (None when nothing needs loading)."""
+        wanted = any(p.semantic_cache.enabled for p in getattr(policies, "policies", {}).values())
+        return self._begin_load() if wanted else None
+
+    def _begin_load(self) -> asyncio.Task[None] | None:
+        if self._loaded or self._failed is not None:
+            return None
+        if self._load is None:
+            self._load = asyncio.create_task(self._load_all(), name="semantic-load")
+        return self._load
+
+    async def _load_all(self) -> None:
+        """The embedder in its worker thread, the guard's resources in a thread, then the store."""
+        started = time.monotonic()
         try:
             await self.embedder.start()
         except Exception as exc:  # no model, no layer: requests still go through (fail-open)
             log.error("semantic cache: embedder failed to load; the layer is off", extra={"error": str(exc)})
+            self._failed = f"embedder did not load ({str(exc)[:200]})"
             return
-        # load the guard's word lists and the pinyin table now, not on the first request
-        await asyncio.get_running_loop().run_in_executor(None, warm_up)
-        if self.store is None:
-            self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
+        try:
+            # load the guard's word lists and the pinyin table now, not on the first request
+            await asyncio.get_running_loop().run_in_executor(None, warm_up)
+            await self.checks.load_all()  # parsers and the paraphrase model, before the first lookup
+            if self.store is None:
+                self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
+        except Exception as exc:
+            if not self.lazy:
+                raise
+            # loading in the background: nobody awaits this task, so the layer says what happened
+            log.error("semantic cache: failed to load; the layer is off", extra={"error": repr(exc)})
+            self._failed = f"{type(exc).__name__}"
+            return
         await self._ensure_open()
         self._purger = asyncio.create_task(self._purge_loop(), name="semantic-purge")
+        self._loaded = True
+        if self.lazy:
+            log.info("semantic cache loaded", extra={"seconds": round(time.monotonic() - started, 2),
+                                                     "embedder": self.embedder.name})
 
     async def _ensure_open(self) -> bool:
         if self._open:
@@ -150,6 +203,10 @@ class SemanticCacheStage(Stage):
         return True
 
     async def stop(self) -> None:
+        if self._load is not None and not self._load.done():
+            self._load.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._load
         if self._purger is not None:
             self._purger.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -176,6 +233,8 @@ class SemanticCacheStage(Stage):
 
     async def purge(self, tenant: str, version: str | None = None) -> int:
         """Admin API: remove a tenant's entries (of one knowledge version, or all)."""
+        if self.store is None and self.lazy and self.embedder.dim:  # entries of an earlier run, layer not loaded
+            self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         if not await self._ensure_open() or self.store is None:
             raise RuntimeError("the semantic cache store is unavailable")
         return await self.store.purge(tenant, version)
@@ -197,7 +256,10 @@ class SemanticCacheStage(Stage):
         policy = ctx.policy.semantic_cache if ctx.policy is not None else None
         user_scope = ctx.policy is not None and ctx.policy.response_cache.scope == "user"
         reason = skip_reason(ctx, policy, user_scope, self.options.max_question_chars)
-        if reason is None and not self._open and not await self._ensure_open():
+        if reason is None and not self._loaded and self.lazy:
+            self._begin_load()  # this tenant enabled the layer since start: load it, off the loop
+            reason = "loading" if self._failed is None else "unavailable"
+        elif reason is None and not self._open and not await self._ensure_open():
             reason = "unavailable"
         if reason is not None or policy is None:
             ctx.record["semantic_cache_skip"] = reason
@@ -219,6 +281,7 @@ class SemanticCacheStage(Stage):
         except Exception as exc:
             CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
             self._warn("semantic cache lookup failed; treated as a miss", exc, ctx)
+            ctx.cache_status = "miss"
             return None
         if state.detail.get("rejected"):
             ctx.record["semantic_rejected"] = state.detail["rejected"]
@@ -226,6 +289,7 @@ class SemanticCacheStage(Stage):
             ctx.record["semantic_verify"] = state.verify.lane
         if found is None:
             CACHE_LOOKUPS.labels(layer=LAYER, result="miss").inc()
+            ctx.cache_status = "miss"  # a layer was consulted: not `bypass`, even with the response cache off
             return None
         answer, cosine = found
         CACHE_LOOKUPS.labels(layer=LAYER, result="hit").inc()
@@ -261,16 +325,25 @@ class SemanticCacheStage(Stage):
                 gate = self.learner.gate(scope.tenant, pair_lang, REWORDED, cand.id, cand.score,
                                          learning.max_error_rate)
                 if not gate.serve:
-                    rejected.append(f"reworded:{gate.reason}")
-                    explore = explore or cand
-                    continue
-                if pair_lang != "mixed":
-                    agree = await self._agree(cand.question, question, pair_lang)
+                    # Before (or beside) the evidence: a very confident second opinion whose structure
+                    # agrees, unless this entry or a pair at least as similar was shown wrong.
+                    if (pair_lang == "mixed" or verdict.marked or gate.reason == "entry_shown_wrong"
+                            or self.learner.evidence.wrong_above(scope.tenant, pair_lang, REWORDED, cand.score)
+                            or not await self.checks.confident(cand.question, question, pair_lang, cand.score)):
+                        rejected.append(f"reworded:{gate.reason}")
+                        explore = explore or cand
+                        continue
+                elif pair_lang != "mixed":
+                    agree = await self.checks.agree(cand.question, question, pair_lang)
                     if agree is not True:
                         rejected.append("reworded:structure" if agree is False else "reworded:no_parser")
                         continue
             elif not verdict.hit:
                 rejected.append(verdict.reason)
+                continue
+            elif (pair_lang == "en" and cand.question != question
+                  and not await self.checks.roles_agree(cand.question, question)):
+                rejected.append("role_swap")
                 continue
             try:
                 answer = cand.answer()
@@ -294,17 +367,6 @@ class SemanticCacheStage(Stage):
         if state is not None and rejected:
             state.detail["rejected"] = rejected
         return None
-
-    async def _agree(self, cached: str, query: str, lang: str) -> bool | None:
-        """Structure check off the event loop. The parser loads (seconds) only once the evidence first
-        allows a reworded hit in that language, in the background; until then the lane misses."""
-        loop = asyncio.get_running_loop()
-        if not structure.ready(lang):
-            if lang not in self._loading:
-                self._loading.add(lang)
-                self._spawn(loop.run_in_executor(None, structure.load, lang))
-            return None
-        return await loop.run_in_executor(None, structure.agree, cached, query, lang)
 
     async def feedback(self, request_id: str, correct: bool) -> dict[str, Any] | None:
         """Admin API: the application says whether the hit served to `request_id` was right."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from gateway.semantic.lean_import import without
 from gateway.semantic.lexicon import ZH_STOP
 
 log = logging.getLogger("gateway.semantic")
@@ -38,6 +39,9 @@ _ZH_MODAL = frozenset("可以 能 能够 会 要 想 需要 应该 该 得 是 �
 class Frame:
     operation: str | None  # the main action's lemma, None when the question has none ("what is X")
     objects: frozenset[str]  # lemmas of what it acts on / asks about
+    # (action, who does it, what it is done to) per action verb, passives turned active; pronouns
+    # stand for their person ("I", "me" and "my" are one party): English only
+    roles: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
 _lock = threading.Lock()
@@ -51,9 +55,11 @@ def _spacy() -> Any:
         with _lock:
             if _nlp is None and not _nlp_failed:
                 try:
-                    import spacy
+                    # thinc would import torch (if installed) for layers this pipeline does not have
+                    with without("torch"):
+                        import spacy
 
-                    _nlp = spacy.load(EN_MODEL, exclude=["ner", "senter"])
+                        _nlp = spacy.load(EN_MODEL, exclude=["ner", "senter"])
                 except Exception as exc:  # not installed or not loadable: English stays evidence-only
                     _nlp_failed = True
                     log.warning("semantic cache: no English parser; the reworded lane is evidence-only in English",
@@ -99,13 +105,112 @@ def _en_frame(doc: Any) -> Frame:
     """The action verbs (the parse's VERB tokens, light verbs aside: "is there a way to reset …" acts
     by `reset`) and the nouns that are arguments of the sentence (objects, subjects, prepositional
     objects, with their compounds)."""
-    verbs = [t for t in doc if t.pos_ == "VERB" and t.lemma_.lower() not in _LIGHT_VERBS]
-    op = "+".join(sorted({t.lemma_.lower() for t in verbs})) or None
+    verbs = [t for t in doc if ((t.pos_ == "VERB" and t.dep_ != "amod")  # "checked bags" names a thing
+                                or _noun_predicate(t))
+             and (t.lemma_.lower() not in _LIGHT_VERBS or any(c.dep_ == "prt" for c in t.children))]
+    op = "+".join(sorted({_verb(t) for t in verbs})) or None
     objects: set[str] = set()
     for t in doc:
         if t.pos_ in ("NOUN", "PROPN") and (t.dep_ in _NOMINAL_DEPS or t.dep_ == "compound"):
             objects.add(t.lemma_.lower())
-    return Frame(op, frozenset(objects))
+    return Frame(op, frozenset(objects), tuple(_roles(t) for t in verbs))
+
+
+_PERSON = {"i": "1", "me": "1", "my": "1", "we": "1", "us": "1", "our": "1", "you": "2", "your": "2",
+           "he": "3m", "him": "3m", "his": "3m", "she": "3f", "her": "3f", "they": "3p", "them": "3p"}
+
+
+_ZH_PERSON = {"我": "1", "我们": "1", "咱们": "1", "你": "2", "您": "2", "你们": "2", "他": "3m", "她": "3f",
+              "他们": "3p"}
+
+
+def _party(t: Any | None) -> str | None:
+    if t is None:
+        return None
+    word = t.text.lower()
+    return _PERSON.get(word, "it" if t.pos_ == "PRON" else t.lemma_.lower())
+
+
+def _roles(verb: Any) -> tuple[str, str | None, str | None]:
+    """Who acts and what is acted on, with a passive read as its active (`changes were undone by
+    collaborators`: collaborators undo changes)."""
+    kids = list(verb.children)
+    subj = next((c for c in kids if c.dep_ == "nsubj"), None)
+    head = verb
+    while subj is None and head.dep_ in ("xcomp", "conj") and head.head is not head:
+        head = head.head  # "does my landlord need to give …": the subject of `need` gives
+        subj = next((c for c in head.children if c.dep_ == "nsubj"), None)
+    obj = next((c for c in kids if c.dep_ in ("dobj", "obj", "nsubjpass")), None)
+    agent = next((c for c in kids if c.dep_ == "agent"), None)
+    if agent is not None:
+        subj = next((c for c in agent.children if c.dep_ == "pobj"), subj)
+    return _verb(verb), _party(subj), _party(obj)
+
+
+def roles_conflict(a: Frame, b: Frame, lang: str = "en") -> bool:
+    """The same action with its parties exchanged (`I add my son` / `my son adds me`) or done by
+    another party (`can I undo …` / `… be undone by collaborators`)."""
+    for va, sa, oa in a.roles:
+        for vb, sb, ob in b.roles:
+            if not _linked(va, vb, lang):
+                continue
+            if (sa and ob and sa == ob and sa != sb) or (oa and sb and oa == sb and oa != ob):
+                return True
+            if sa and sb and sa != sb and (sa in _PERSON.values() or sb in _PERSON.values()) \
+                    and not _linked(sa, sb, lang):
+                return True
+    return False
+
+
+def _persons(tokens: Any) -> list[str]:
+    """The persons named, in order (`you … me` is not `I … you`)."""
+    return [p for t in tokens if (p := _PERSON.get(t.raw) or _ZH_PERSON.get(t.raw))]
+
+
+def _reordered(a: Any, b: Any) -> bool:
+    order_a = [t.text for t in a.content]
+    order_b = [t.text for t in b.content if t.text in set(order_a)]
+    return [x for x in order_a if x in set(order_b)] != order_b
+
+
+def may_swap_roles(cached: str, query: str) -> bool:
+    """Cheap test before a parse: parties can only have changed places when the persons named
+    differ or come in another order, or the content words do."""
+    from gateway.semantic.lexical import analyze
+
+    a, b = analyze(cached), analyze(query)
+    return _persons(a.tokens) != _persons(b.tokens) or _reordered(a, b)
+
+
+def zh_roles_moved(cached: str, query: str) -> bool:
+    """Chinese has no dependency parse here: the same words with another person named *and* in another
+    order (`怎么把门票转给朋友` / `朋友怎么把门票转给我`) are read as parties that changed places."""
+    from gateway.semantic.lexical import analyze
+
+    a, b = analyze(cached), analyze(query)
+    return _persons(a.tokens) != _persons(b.tokens) and _reordered(a, b)
+
+
+def roles_agree(cached: str, query: str, lang: str) -> bool | None:
+    """False when the two questions give the same action to different parties; None: no parser."""
+    if lang != "en":
+        return None
+    a, b = frame(cached, lang), frame(query, lang)
+    if a is None or b is None:
+        return None
+    return not roles_conflict(a, b, lang)
+
+
+def _noun_predicate(t: Any) -> bool:
+    """A sentence root tagged as a noun that has a subject is a verb the tagger misread
+    ("how much does a bag cost": `cost`)."""
+    return t.dep_ == "ROOT" and t.pos_ == "NOUN" and any(c.dep_ in ("nsubj", "nsubjpass") for c in t.children)
+
+
+def _verb(t: Any) -> str:
+    """A verb's lemma with its particle: `turn on`, `set up` (WordNet lists such phrasal verbs)."""
+    prt = [c.text.lower() for c in t.children if c.dep_ == "prt"]
+    return " ".join([t.lemma_.lower(), *prt])
 
 
 def _zh_frame(tagged: list[tuple[str, str]]) -> Frame:
@@ -116,14 +221,33 @@ def _zh_frame(tagged: list[tuple[str, str]]) -> Frame:
 
 
 def agree(cached: str, query: str, lang: str) -> bool | None:
-    """Do the two questions ask for the same operation on the same object? None: no parser for `lang`."""
+    """Do the two questions ask for the same operation on the same object? None: no parser for `lang`.
+
+    The operations agree when either question has none ("what is the warranty …") or some action
+    of one is linked to some action of the other; the objects agree when neither has any or some
+    object of one is linked to one of the other. Linked: the same lemma or stem, an inflection, a
+    WordNet synonym (English), a shared character (Chinese words)."""
     a, b = frame(cached, lang), frame(query, lang)
     if a is None or b is None:
         return None
     ops_a = set((a.operation or "").split("+")) - {""}
     ops_b = set((b.operation or "").split("+")) - {""}
-    if ops_a != ops_b and not (ops_a and ops_b and (ops_a <= ops_b or ops_b <= ops_a)):
+    if ops_a and ops_b and not any(_linked(x, y, lang) for x in ops_a for y in ops_b):
+        return False
+    if roles_conflict(a, b, lang):
         return False
     if not a.objects and not b.objects:
         return True
-    return bool(a.objects & b.objects) and (a.objects <= b.objects or b.objects <= a.objects)
+    return any(_linked(x, y, lang) for x in a.objects for y in b.objects)
+
+
+@lru_cache(maxsize=65536)
+def _linked(x: str, y: str, lang: str) -> bool:
+    if x == y:
+        return True
+    if lang == "zh":
+        return bool(set(x) & set(y))
+    from gateway.semantic.align import lemmas, synonyms
+    from gateway.semantic.lexical import stem
+
+    return stem(x) == stem(y) or bool(lemmas(x) & lemmas(y)) or synonyms(x, y)

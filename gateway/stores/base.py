@@ -10,8 +10,10 @@ Every method may raise `StoreUnavailable`; callers treat that as a miss (fail-op
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 
 class StoreUnavailable(Exception):
@@ -45,6 +47,15 @@ class KVStore(ABC):
     @abstractmethod
     async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
         """Store `value`; with `nx` only when the key is absent. True when written."""
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The values of `keys`, in order (one round trip where the store can batch)."""
+        return list(await asyncio.gather(*(self.get(key) for key in keys)))
+
+    async def set_many(self, items: Sequence[tuple[str, bytes]], ttl: float | None = None) -> None:
+        """Store every (key, value) with the same TTL, in order (one round trip where the store can batch)."""
+        for key, value in items:
+            await self.set(key, value, ttl)
 
     @abstractmethod
     async def delete(self, *keys: str) -> int: ...
@@ -82,7 +93,7 @@ class KVStore(ABC):
     async def srem(self, key: str, *members: str) -> int: ...
 
     @abstractmethod
-    async def smembers(self, key: str) -> set[str]: ...
+    async def smembers(self, key: str) -> builtins.set[str]: ...
 
     # ---- capped append-only log (usage records) ----
     @abstractmethod

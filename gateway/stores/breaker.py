@@ -12,9 +12,10 @@ is. Every failure is counted in `gateway_store_errors_total` (kind: timeout, err
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from gateway.metrics import STORE_ERRORS
@@ -108,6 +109,12 @@ class CircuitBreaker(KVStore):
     async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
         return await self._guard(lambda: self.inner.set(key, value, ttl, nx))
 
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return await self._guard(lambda: self.inner.get_many(keys))
+
+    async def set_many(self, items: Sequence[tuple[str, bytes]], ttl: float | None = None) -> None:
+        await self._guard(lambda: self.inner.set_many(items, ttl))
+
     async def delete(self, *keys: str) -> int:
         return await self._guard(lambda: self.inner.delete(*keys))
 
@@ -138,7 +145,7 @@ class CircuitBreaker(KVStore):
     async def srem(self, key: str, *members: str) -> int:
         return await self._guard(lambda: self.inner.srem(key, *members))
 
-    async def smembers(self, key: str) -> set[str]:
+    async def smembers(self, key: str) -> builtins.set[str]:
         return await self._guard(lambda: self.inner.smembers(key))
 
     async def log_append(self, key: str, records: list[bytes], maxlen: int) -> None:

@@ -27,6 +27,7 @@ tenant's purge on one node.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -252,7 +253,7 @@ class NodeBreakers(KVStore):
     async def srem(self, key: str, *members: str) -> int:
         return await self.breaker(key).srem(key, *members)
 
-    async def smembers(self, key: str) -> set[str]:
+    async def smembers(self, key: str) -> builtins.set[str]:
         return await self.breaker(key).smembers(key)
 
     async def log_append(self, key: str, records: list[bytes], maxlen: int) -> None:

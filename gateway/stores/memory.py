@@ -7,6 +7,7 @@ Everything runs on the event loop without awaiting anything, so each call is ato
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -142,7 +143,7 @@ class MemoryStore(KVStore):
             self._drop(key)
         return before - len(members_set)
 
-    async def smembers(self, key: str) -> set[str]:
+    async def smembers(self, key: str) -> builtins.set[str]:
         return set(self._sets.get(key, ())) if self._alive(key) else set()
 
     # ---- logs ---------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ we have no use for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import builtins
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from redis.asyncio import ConnectionPool, Redis
@@ -146,6 +147,37 @@ class RedisStore(KVStore):
         px = _ms(ttl) if ttl is not None else None
         return bool(await self._call(lambda: self._r.set(key, value, px=px, nx=nx)))
 
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if len(keys) <= 1:
+            return [await self.get(keys[0])] if keys else []
+
+        async def run() -> list[Any]:
+            # One GET per key in a pipeline, not MGET: a multi-key MGET would be cross-slot in a cluster.
+            pipe = self._r.pipeline(transaction=False)
+            for key in keys:
+                pipe.execute_command("GET", key)
+            return await pipe.execute()
+
+        return list(await self._call(run, len(keys), read=True))
+
+    async def set_many(self, items: Sequence[tuple[str, bytes]], ttl: float | None = None) -> None:
+        if len(items) <= 1:
+            for key, value in items:
+                await self.set(key, value, ttl)
+            return
+        px = _ms(ttl) if ttl is not None else None
+
+        async def run() -> list[Any]:
+            pipe = self._r.pipeline(transaction=False)
+            for key, value in items:
+                if px is None:
+                    pipe.execute_command("SET", key, value)
+                else:
+                    pipe.execute_command("SET", key, value, "PX", px)
+            return await pipe.execute()
+
+        await self._call(run, len(items))
+
     async def delete(self, *keys: str) -> int:
         if not keys:
             return 0
@@ -223,7 +255,7 @@ class RedisStore(KVStore):
             return 0
         return int(await self._call(lambda: self._r.srem(key, *members)))
 
-    async def smembers(self, key: str) -> set[str]:
+    async def smembers(self, key: str) -> builtins.set[str]:
         raw = await self._call(lambda: self._r.smembers(key), read=True)
         return {m.decode() for m in raw}
 

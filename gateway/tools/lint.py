@@ -37,18 +37,11 @@ import orjson
 from gateway.provider_cache.tables import CachePrices, min_tokens, prices_for
 from gateway.provider_cache.tokens import TokenCounter, default_counter
 from gateway.rewrite.detect import detector_for
-from gateway.rewrite.layout import RewriteOptions, module_for
+from gateway.rewrite.layout import RewriteOptions
 from gateway.rewrite.move import Mover
+from gateway.rewrite.protocols import MODULES, module_for
+from gateway.vendors import registry
 
-# Top-level fields in the order each vendor renders them ahead of the conversation.
-_PREFIX_FIELDS = {
-    "openai_chat": ("tools", "response_format"),
-    "openai_responses": ("tools", "text", "instructions"),
-    "anthropic_messages": ("tools", "system"),
-    "gemini": ("systemInstruction", "tools", "toolConfig"),
-}
-_DEFAULT_MODEL = {"openai_chat": "gpt-4o", "openai_responses": "gpt-4o", "anthropic_messages": "claude-sonnet-4-5",
-                  "gemini": "gemini-2.5-flash"}
 _PER_USER = re.compile(
     r"[\w.+-]+@[\w-]+\.[\w.]+"  # e-mail
     r"|\+?\d[\d ().-]{8,}\d"  # phone number
@@ -103,13 +96,9 @@ def guess_protocol(body: Mapping[str, Any]) -> str:
 
 
 def vendor_of(protocol: str, model: str) -> str:
-    if protocol == "anthropic_messages" or model.startswith("claude"):
-        return "anthropic"
-    if protocol == "gemini" or model.startswith("gemini"):
-        return "gemini"
-    if model.startswith("deepseek"):
-        return "deepseek"
-    return "openai"
+    """The built-in vendor of `model` asked in `protocol`, by the registry's own patterns (OpenAI when none)."""
+    spec = registry.by_model(model, protocol)
+    return spec.name if spec is not None else "openai"
 
 
 def _price_book() -> Any:
@@ -117,7 +106,7 @@ def _price_book() -> Any:
         from gateway.accounting import pricing
 
         book = pricing.default_book()
-        _ = book.cost_map  # litellm's import: fine in a command, never on the request path
+        _ = book.cost_map  # a file read: fine in a command, never on the request path
         return book
     except Exception:
         return None
@@ -128,16 +117,17 @@ def lint_body(body: dict[str, Any], protocol: str | None = None, *, book: Any = 
     protocol = protocol or guess_protocol(body)
     mod = module_for(protocol)
     if mod is None:
-        raise ValueError(f"unknown protocol {protocol!r}; one of {', '.join(_PREFIX_FIELDS)}")
+        raise ValueError(f"unknown protocol {protocol!r}; one of {', '.join(MODULES)}")
     counter = counter or default_counter()
     counter.load()
-    model = str(body.get("model") or _DEFAULT_MODEL[protocol]).removeprefix("models/")
+    prefix_fields, default_model = registry.lint_hints(protocol)
+    model = str(body.get("model") or default_model).removeprefix("models/")
     vendor = vendor_of(protocol, model)
     prices = prices_for(vendor, vendor, model, book)
     layout = mod.layout(body)
     turns = body.get(layout.turns_key)
     turns = [turns] if isinstance(turns, str) else (turns if isinstance(turns, list) else [])
-    parts = [(k, body[k]) for k in _PREFIX_FIELDS[protocol] if body.get(k) is not None]
+    parts = [(k, body[k]) for k in prefix_fields if body.get(k) is not None]
     parts.append((layout.turns_key, turns[:layout.stable_end]))
     text = "".join(orjson.dumps(v).decode() for _, v in parts)
     total = counter.count(text)

@@ -17,6 +17,7 @@ import orjson
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import UPSTREAM_ERRORS
+from gateway.signing.base import OutgoingRequest
 from gateway.upstream.client import UpstreamClients
 
 log = logging.getLogger("gateway.upstream")
@@ -50,7 +51,9 @@ class Upstream:
 
     @property
     def is_event_stream(self) -> bool:
-        return self.headers.get("content-type", "").startswith("text/event-stream")
+        # SSE, or AWS event-stream frames (Bedrock ConverseStream)
+        return self.headers.get("content-type", "").startswith(("text/event-stream",
+                                                                "application/vnd.amazon.eventstream"))
 
     def release(self) -> None:
         self.response.release()
@@ -73,8 +76,13 @@ async def open_upstream(ctx: RequestContext, clients: UpstreamClients, router: F
         url = ctx.upstream_base_url + ctx.upstream_path
         session = clients.session(ctx.provider)
         retry_status: int | None = None
+        headers = ctx.upstream_headers
+        if ctx.signer is not None:  # the credential, added last: a signature covers the final bytes
+            outgoing = OutgoingRequest(method, url, dict(headers), payload, ctx.upstream_key)
+            await ctx.signer.sign(outgoing)
+            headers = outgoing.headers
         try:
-            response = await session.request(method, url, data=payload, headers=ctx.upstream_headers,
+            response = await session.request(method, url, data=payload, headers=headers,
                                              proxy=clients.proxy_for(url))
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
             UPSTREAM_ERRORS.labels(ctx.provider, "timeout").inc()

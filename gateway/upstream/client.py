@@ -8,12 +8,16 @@ httpx2 only matters on the client side of the gateway, which speaks plain HTTP.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-from urllib.request import getproxies_environment, proxy_bypass_environment
+
+# proxy_bypass_environment is in the standard library but not in its type stubs
+from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 import aiohttp
 
-from gateway.config import Settings
+if TYPE_CHECKING:
+    from gateway.config import Settings
 
 
 class UpstreamClients:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gateway.accounting.normalize import ZERO, NormalizedUsage, dialect_for, normalize, sniff_dialect
+from gateway.accounting.normalize import OPENAI_CHAT, ZERO, NormalizedUsage, expected_dialect, normalize, sniff_dialect
 from gateway.accounting.pricing import Cost, PriceBook, Prices, cost_breakdown
 from gateway.provider_cache.family import template_name
 
@@ -39,7 +39,7 @@ GATEWAY_INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 HIT_LAYERS = {"response-cache": "response", "semantic-cache": "semantic", "single-flight": "single-flight"}
 _STATUS_LAYERS = {"response-hit": "response", "semantic-hit": "semantic"}
 _LIFTED = ("prompt_cache_key", "cache_retention", "prompt_template_id", "prompt_template_version",
-           "storage_cost_usd", "saved_from", "prefix")
+           "storage_cost_usd", "saved_from", "prefix", "stale")
 
 
 @dataclass(slots=True)
@@ -89,6 +89,9 @@ class UsageRecord:
     # {previous_request_id, common_tokens, break: null | {part, cause, message_index, tokens_lost,
     # cost_lost_usd}}; None for requests the explainer did not see (hits, short-circuits).
     prefix: dict[str, Any] | None = None
+    # An expired response-cache answer served because the vendor failed (gateway/cache/stale.py):
+    # {reason: "stale-if-error", age_s, upstream_status}; None for every other answer.
+    stale: dict[str, Any] | None = None
 
     @property
     def is_hit(self) -> bool:
@@ -119,7 +122,7 @@ class RecordBuilder:
         extra = ctx.record
         answer = ctx.answer
         layer = HIT_LAYERS.get(ctx.answered_by) or _STATUS_LAYERS.get(ctx.cache_status)
-        saved_from = extra.get("saved_from") if isinstance(extra.get("saved_from"), dict) else None
+        saved_from = found if isinstance(found := extra.get("saved_from"), dict) else None
         usage_raw: dict[str, Any] = {}
         provider, model, served = ctx.provider, ctx.model, ""
         if saved_from is not None and layer is not None:
@@ -134,17 +137,18 @@ class RecordBuilder:
         if not isinstance(usage_raw, dict):
             usage_raw = {}
 
-        expected = dialect_for(provider, ctx.upstream_adapter.name if ctx.upstream_adapter else None, self.settings)
+        expected = expected_dialect(ctx)
         dialect: str | None = None
         usage: NormalizedUsage = ZERO
         if usage_raw:
             # The field names are unambiguous: trust them over the expected protocol (a cached
             # answer may come from a request that went elsewhere).
             dialect = sniff_dialect(usage_raw) or expected
-            if dialect == "openai_chat" and expected == "deepseek":
-                dialect = "deepseek"
+            if dialect == OPENAI_CHAT and ctx.vendor is not None and ctx.vendor.usage is not None:
+                dialect = expected  # a vendor's own dialect extends Chat's field names (DeepSeek's hit/miss)
             usage = normalize(dialect, usage_raw)
-        prices = self._price(provider, served, model)
+        prefix = ctx.vendor.price_prefix if ctx.vendor is not None else None
+        prices = self._price(provider, *((f"{prefix}{served or model}",) if prefix else ()), served, model)
         money = cost_breakdown(usage, prices)
         storage = _float(extra.get("storage_cost_usd"))
 
@@ -203,6 +207,7 @@ class RecordBuilder:
             similarity=ctx.similarity,
             details={k: v for k, v in extra.items() if k not in _LIFTED} if extra else {},
             prefix=extra.get("prefix") if isinstance(extra.get("prefix"), dict) else None,
+            stale=extra.get("stale") if isinstance(extra.get("stale"), dict) else None,
         )
         if served and served != rec.model:
             rec.details["served_model"] = served

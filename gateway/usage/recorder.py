@@ -87,7 +87,7 @@ class UsageRecorder:
         deadline = self._clock() + grace
         if self._task is not None:
             # Ask, never cancel: a task cancelled inside a redis-py call may swallow the
-            # cancellation (redis/redis-py#2028, #2551; reproduced with 8.1.0) and never end.
+            # cancellation (reproduced with redis-py 8.1.0) and never end.
             self._stopping.set()
             done, _ = await asyncio.wait([self._task], timeout=grace)
             if not done:

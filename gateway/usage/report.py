@@ -76,14 +76,17 @@ async def report_data(store: KVStore, tenant: str | None, since: str | None = "7
 # ---- the command ------------------------------------------------------------------------------
 
 
-def report_command(settings: Any, tenant: str | None, since: str) -> int:
+def report_command(settings: Any, tenant: str | None, since: str, url: str | None = None) -> int:
     try:
         query.parse_since(since)
     except ValueError as exc:
         print(f"error: --since: {exc}")
         return 2
     try:
-        data = _local(settings, tenant, since) if settings.redis_url else _remote(settings, tenant, since)
+        if settings.redis_url and not url:
+            data = _local(settings, tenant, since)
+        else:
+            data = _remote(settings, tenant, since, url)
     except ReportError as exc:
         print(f"error: {exc}")
         return 1
@@ -112,14 +115,16 @@ def _local(settings: Any, tenant: str | None, since: str) -> dict[str, Any]:
         raise ReportError(f"Redis at {settings.redis_url} is unavailable: {exc}") from exc
 
 
-def _remote(settings: Any, tenant: str | None, since: str) -> dict[str, Any]:
+def _remote(settings: Any, tenant: str | None, since: str, base: str | None = None) -> dict[str, Any]:
     key = settings.admin_key.get_secret_value() if settings.admin_key else None
     if not key:
-        raise ReportError("with the embedded store the report asks the running gateway, which needs "
-                          "GATEWAY_ADMIN_KEY (or set GATEWAY_REDIS_URL to read Redis directly)")
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+        raise ReportError("the report asks the running gateway's admin API, which needs GATEWAY_ADMIN_KEY "
+                          "(or set GATEWAY_REDIS_URL to read Redis directly)")
+    if not base:
+        host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+        base = f"http://{host}:{settings.port}"
     params = {"since": since, **({"tenant": tenant} if tenant else {})}
-    url = f"http://{host}:{settings.port}/admin/usage/report?{urllib.parse.urlencode(params)}"
+    url = f"{base.rstrip('/')}/admin/usage/report?{urllib.parse.urlencode(params)}"
     request = urllib.request.Request(url, headers={"authorization": f"Bearer {key}"})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:  # a CLI: blocking is fine
@@ -128,7 +133,9 @@ def _remote(settings: Any, tenant: str | None, since: str) -> dict[str, Any]:
         raise ReportError(f"the gateway at {url} answered {exc.code}: {exc.read()[:300].decode(errors='replace')}"
                           ) from exc
     except OSError as exc:
-        raise ReportError(f"no gateway answered at {url} ({exc}); start it or set GATEWAY_REDIS_URL") from exc
+        raise ReportError(f"no gateway answered at {url} ({exc}): start it, or point the report at it with "
+                          "--url http://HOST:PORT (or GATEWAY_HOST and GATEWAY_PORT), or set GATEWAY_REDIS_URL to "
+                          "read Redis directly") from exc
 
 
 def _pct(value: float) -> str:

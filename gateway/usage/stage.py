@@ -18,6 +18,7 @@ from gateway.context import RequestContext
 from gateway.pipeline import Stage
 from gateway.stores import open_store
 from gateway.stores.base import KVStore
+from gateway.usage.labels import model_label
 from gateway.usage.record import RecordBuilder, UsageRecord, storage_record
 from gateway.usage.recorder import UsageRecorder
 
@@ -29,6 +30,7 @@ FLUSH_STORE_TIMEOUT = 2.0
 
 class UsageStage(Stage):
     name = "usage"
+    light = True  # pass-through requests are recorded too
 
     def __init__(self, settings: Any, store: KVStore, *, prices: PriceBook | None = None,
                  recorder: UsageRecorder | None = None, flush_store: KVStore | None = None,
@@ -50,7 +52,7 @@ class UsageStage(Stage):
         pricing.install(self.prices)
 
     async def start(self) -> None:
-        # litellm's import takes seconds: never on the loop.
+        # a file read and parse (~30 ms): never on the loop.
         await asyncio.to_thread(lambda: self.prices.cost_map)
         await self.recorder.start()
 
@@ -91,7 +93,8 @@ def observe(rec: UsageRecord, read_saving: float, write_premium: float) -> None:
         if rec.storage_cost_usd:
             metrics.CACHE_OVERHEAD.labels(tenant, provider).inc(rec.storage_cost_usd)
         return
-    metrics.REQUESTS.labels(tenant, provider, rec.model or "-", rec.gateway_cache or "-").inc()
+    model = model_label(rec.model, rec.price_source, rec.status)
+    metrics.REQUESTS.labels(tenant, provider, model, rec.gateway_cache or "-").inc()
     if rec.is_hit:
         # Tokens counted are the ones that went upstream; a hit's tokens show as saved cost.
         if rec.saved_usd > 0:

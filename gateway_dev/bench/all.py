@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-EVAL = ROOT.parent / "shared" / "eval"
+EVAL = ROOT / "tests" / "data" / "eval"  # the labelled pairs, copied into the repository
 DOC = ROOT / "docs" / "benchmarks.md"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SCRATCH_ARGS = re.compile(r" --(?:write|json|docs) [^\s`]*bench-all-[^\s/`]+/[^\s`]+")
@@ -79,7 +79,8 @@ def benchmarks() -> list[Bench]:
         Bench("emulator", "emulator", "Emulator throughput", [], ["--duration", "2", "--warmup", "0.5"]),
         Bench("protocols", "protocols", "Protocol parsing, rendering and translation", ["--litellm"],
               ["--repeat", "3", "--deltas", "100"]),
-        Bench("litellm", "litellm", "LiteLLM proxy side by side", [], ["--quick"], "json+write"),
+        Bench("litellm", "litellm", "LiteLLM proxy side by side", ["--compare-workers"], ["--quick"], "json+write"),
+        Bench("startup", "startup", "Start-up: memory and time per step", [], [], "write"),
     ]
 
 
@@ -131,7 +132,7 @@ def _date(started: float | None) -> str:
 
 
 def _shown(arg: str) -> str:
-    """A path argument as the repository root sees it (`../shared/eval/...`), for the docs."""
+    """A path argument as the repository root sees it (`tests/data/eval/...`), for the docs."""
     return os.path.relpath(arg, ROOT) if arg.startswith("/") and Path(arg).exists() else arg
 
 
@@ -259,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             progress.advance(task)
             console.print(f"  {b.id}: {b.result['status']} in {b.result.get('seconds', 0):.0f} s")
     console.print(f"full output: {scratch / 'bench-all.log'}")
-    missed = exit_code(chosen, console)
+    code, summary = outcome(chosen)
+    console.print(summary)
     if args.no_write:
         for b in chosen:
             print(f"{b.id:16} {b.result['status']:8} {b.result.get('seconds', 0):6.0f} s  {b.result['command']}")
@@ -267,17 +269,18 @@ def main(argv: list[str] | None = None) -> int:
         old = args.doc.read_text() if args.only and args.doc.exists() else ""
         args.doc.write_text(document(chosen, args.quick, list(argv or []), old, args.doc.parent / "img"))
         console.print(f"wrote {args.doc}")
-    return missed
+    return code
 
 
-def exit_code(benches: list[Bench], console: Any = None) -> int:
-    """1 when any benchmark crashed or missed a target it checks (its own exit 1), else 0."""
-    bad = [b for b in benches if b.result.get("status") in ("failed", "verdict")]
-    for b in bad:
-        line = f"  {b.id}: {'missed a target it checks' if b.result['status'] == 'verdict' else 'failed'}"
-        if console is not None:
-            console.print(line)
-    return 1 if bad else 0
+def outcome(benches: list[Bench]) -> tuple[int, str]:
+    """The exit code and the line that says why: 1 when a benchmark crashed (`failed`) or missed a
+    target it checks (`verdict`, its own exit 1): neither may hide behind a green exit."""
+    by: dict[str, list[str]] = {}
+    for b in benches:
+        by.setdefault(b.result.get("status", "failed"), []).append(b.id)
+    parts = [f"{status}: {', '.join(ids)}" for status, ids in sorted(by.items())]
+    bad = by.get("failed", []) + by.get("verdict", [])
+    return (1 if bad else 0), ("bench all: " + "; ".join(parts) + (" — FAILED" if bad else " — ok"))
 
 
 if __name__ == "__main__":

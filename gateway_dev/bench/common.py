@@ -49,6 +49,7 @@ class GatewayProcess:
         self.env.update(env or {})
         self.workers = workers
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ready_s = float("nan")
 
     @property
     def url(self) -> str:
@@ -56,6 +57,7 @@ class GatewayProcess:
 
     def start(self, timeout: float = 120.0) -> GatewayProcess:
         self.log = open(self.dir / "gateway.log", "wb")  # noqa: SIM115 - closed in stop()
+        started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "serve", "--port", str(self.port), "--log-level", "warning",
              "--workers", str(self.workers)], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -66,6 +68,7 @@ class GatewayProcess:
             try:
                 with urllib.request.urlopen(f"{self.url}/readyz", timeout=1) as r:
                     if r.status == 200:
+                        self.ready_s = time.monotonic() - started  # from the exec to /readyz 200
                         return self
             except OSError:
                 time.sleep(0.1)

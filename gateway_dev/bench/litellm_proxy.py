@@ -93,6 +93,7 @@ class LiteLLMProcess:
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="litellm-bench-"))
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ready_s = float("nan")
 
     @property
     def url(self) -> str:
@@ -102,6 +103,7 @@ class LiteLLMProcess:
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "VIRTUAL_ENV")}
         env.update(OFFLINE)
         self.log = open(self.dir / "litellm.log", "wb")  # noqa: SIM115 - closed in stop()
+        started = time.monotonic()
         self.proc = subprocess.Popen(
             [str(self.exe), "--config", str(self.config), "--host", "127.0.0.1", "--port", str(self.port),
              "--num_workers", str(self.workers)],
@@ -111,11 +113,12 @@ class LiteLLMProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError("litellm exited: " + (self.dir / "litellm.log").read_text()[-3000:])
             try:
-                with urllib.request.urlopen(f"{self.url}/health/liveliness", timeout=1) as r:
+                with urllib.request.urlopen(f"{self.url}/health/readiness", timeout=1) as r:
                     if r.status == 200:
+                        self.ready_s = time.monotonic() - started  # from the exec to /health/readiness 200
                         return self
             except OSError:
-                time.sleep(0.2)
+                time.sleep(0.1)
         self.stop()
         raise TimeoutError("litellm did not become ready")
 
@@ -139,6 +142,41 @@ class LiteLLMProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _tree(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(child for child, parent in parents.items() if parent == p)
+    return out
+
+
+def tree_rss_mib(pid: int | None) -> float:
+    """Resident memory of a process and its descendants, MiB (Linux /proc; NaN elsewhere). Pages two
+    processes share are counted in each (the multi-worker figure is an upper bound)."""
+    if pid is None:
+        return float("nan")
+    total = 0
+    try:
+        for p in _tree(pid):
+            try:
+                for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except OSError:
+                continue
+    except OSError:
+        return float("nan")
+    return total / 1024
 
 
 def tree_cpu_seconds(pid: int | None) -> float:

@@ -38,7 +38,14 @@ import aiohttp
 import orjson
 
 from gateway_dev.bench.common import GatewayProcess, LoadResult, append_section, closed_loop
-from gateway_dev.bench.litellm_proxy import MASTER_KEY, LiteLLMProcess, ensure_venv, tree_cpu_seconds, write_config
+from gateway_dev.bench.litellm_proxy import (
+    MASTER_KEY,
+    LiteLLMProcess,
+    ensure_venv,
+    tree_cpu_seconds,
+    tree_rss_mib,
+    write_config,
+)
 from gateway_dev.bench.semantic_vs_litellm import compare, markdown, vector_search_available
 from gateway_dev.emulators.process import EmulatorProcess
 from gateway_dev.redis_servers import RedisSingle
@@ -46,8 +53,8 @@ from gateway_dev.redis_servers import RedisSingle
 KEY = "bench-key"
 MODEL = "gpt-4o-mini"
 TITLE = "LiteLLM proxy side by side"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval"
-DEFAULT_PAIRS = [SHARED / "semantic_pairs_dev.jsonl", SHARED / "qqp_pairs_sample.jsonl"]
+EVAL = Path(__file__).resolve().parents[2] / "tests" / "data" / "eval"  # copied into the repository
+DEFAULT_PAIRS = [EVAL / "semantic_pairs_dev.jsonl", EVAL / "qqp_pairs_sample.jsonl"]
 
 
 @dataclass
@@ -60,6 +67,10 @@ class Side:
     misses: list[LoadResult] = field(default_factory=list)
     hits: list[LoadResult] = field(default_factory=list)
     cpu_per_hit_ms: list[float] = field(default_factory=list)
+    cpu_per_miss_ms: list[float] = field(default_factory=list)
+    ready_s: float = float("nan")
+    rss_ready_mib: float = float("nan")  # idle, just ready
+    rss_end_mib: float = float("nan")  # after every phase
     not_hit: int = 0
     wrong: int = 0
 
@@ -121,9 +132,11 @@ async def measure(args: argparse.Namespace, direct: Side, sides: list[Side]) -> 
             _sender(direct, lambda i, r=rnd: f"[{tag}] direct r{r} miss {i}: what is a retry budget?", False),
             concurrency=args.miss_concurrency, total=args.miss_requests))
         for side in sides:
+            c0 = tree_cpu_seconds(side.pid)
             side.misses.append(await closed_loop(
                 _sender(side, lambda i, r=rnd, s=side.name: f"[{tag}] {s} r{r} miss {i}: what is a retry budget?",
                         False), concurrency=args.miss_concurrency, total=args.miss_requests))
+            side.cpu_per_miss_ms.append((tree_cpu_seconds(side.pid) - c0) * 1000 / args.miss_requests)
         for side in sides:
             c0 = tree_cpu_seconds(side.pid)
             side.hits.append(await closed_loop(_sender(side, lambda i: prompts[i % len(prompts)], True, truth),
@@ -132,6 +145,62 @@ async def measure(args: argparse.Namespace, direct: Side, sides: list[Side]) -> 
         print(f"  round {rnd + 1}/{args.rounds}: " + "; ".join(
             f"{s.name} miss p50 {s.misses[-1].pct(50) * 1000:.1f} ms, hits {s.hits[-1].rate:.0f}/s"
             for s in sides) + f"; direct miss p50 {direct.misses[-1].pct(50) * 1000:.1f} ms", flush=True)
+
+
+async def embedder_run(args: argparse.Namespace, vendor_url: str, redis_url: str) -> dict[str, Any]:
+    """A second gateway whose tenant enables the semantic layer: its ready time (the embedder loads before
+    /readyz says ready) and RSS when ready and after semantic lookups and writes."""
+    tenants = {"bench": {"key": KEY, "semantic_cache": {"enabled": True}}}
+    with GatewayProcess(vendor_url, tenants, redis_url=redis_url.rsplit("/", 1)[0] + "/2") as gwp:
+        pid = gwp.proc.pid if gwp.proc else None
+        out: dict[str, Any] = {"ready_s": gwp.ready_s, "rss_ready_mib": tree_rss_mib(pid)}
+        side = Side("gateway+semantic", f"{gwp.url}/v1", KEY, pid=pid)
+        tag = time.time_ns()
+        n = 40 if args.quick else 200
+        await closed_loop(_sender(side, lambda i: f"[{tag}] How do I rotate API key number {i}?", False),
+                          concurrency=8, total=n)
+        c0 = tree_cpu_seconds(pid)
+        looked = await closed_loop(_sender(side, lambda i: f"[{tag}] How can I rotate API key number {i}?", False),
+                                   concurrency=8, total=n)
+        out.update(rss_end_mib=tree_rss_mib(pid), cpu_ms_per_lookup=(tree_cpu_seconds(pid) - c0) * 1000 / n,
+                   errors=looked.errors, requests=2 * n)
+    return out
+
+
+async def workers_run(args: argparse.Namespace, vendor_url: str, redis_url: str) -> dict[int, dict[str, float]]:
+    """The gateway alone with 1, then 2 worker processes (same emulator, same Redis, default layers):
+    hits/s and misses/s at the same client load, and CPU per request of the whole process tree."""
+    out: dict[int, dict[str, float]] = {}
+    tenants = {"bench": {"key": KEY, "semantic_cache": {"enabled": False}}}
+    for n, db in ((1, 3), (2, 4)):
+        with GatewayProcess(vendor_url, tenants, redis_url=redis_url.rsplit("/", 1)[0] + f"/{db}", workers=n) as gwp:
+            side = Side(f"gateway x{n}", f"{gwp.url}/v1", KEY, lambda h: h.get("x-gateway-cache") == "response-hit",
+                        gwp.proc.pid if gwp.proc else None)
+            tag = time.time_ns()
+            prompts = [f"[{tag}] Workers question {i}: what is a retry budget?" for i in range(args.keys)]
+            def prompt(i: int, p: list[str] = prompts) -> str:
+                return p[i % len(p)]
+
+            await closed_loop(_sender(side, prompt, False), concurrency=8, total=args.keys)
+            await closed_loop(_sender(side, prompt, True), concurrency=args.concurrency, total=args.concurrency * 4)
+            side.not_hit = 0
+            c0 = tree_cpu_seconds(side.pid)
+            hits = await closed_loop(_sender(side, prompt, True), concurrency=args.concurrency,
+                                     total=args.hit_requests)
+            c1 = tree_cpu_seconds(side.pid)
+            misses = await closed_loop(_sender(side, lambda i, t=tag: f"[{t}] workers miss {i}", False),
+                                       concurrency=args.concurrency, total=args.miss_requests * 2)
+            c2 = tree_cpu_seconds(side.pid)
+            out[n] = {"hits_per_s": hits.rate, "misses_per_s": misses.rate,
+                      "cpu_ms_per_hit": (c1 - c0) * 1000 / args.hit_requests,
+                      "cpu_ms_per_miss": (c2 - c1) * 1000 / (args.miss_requests * 2),
+                      "errors": hits.errors + misses.errors + side.not_hit, "ready_s": gwp.ready_s,
+                      "rss_mib": tree_rss_mib(side.pid)}
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
 
 
 def pooled(results: list[LoadResult]) -> LoadResult:
@@ -157,7 +226,9 @@ def summarize(direct: Side, gw: Side, ll: Side) -> dict[str, Any]:
             "hit_p50": hit.pct(50), "hit_p99": hit.pct(99), "hits_per_s": hit.rate,
             "hits_per_s_rounds": [r.rate for r in side.hits], "added_p50_rounds": [
                 s.pct(50) - d.pct(50) for s, d in zip(side.misses, direct.misses, strict=True)],
-            "cpu_ms_per_hit": statistics.fmean(side.cpu_per_hit_ms), "errors": miss.errors + hit.errors,
+            "cpu_ms_per_hit": _mean(side.cpu_per_hit_ms),
+            "cpu_ms_per_miss": _mean(side.cpu_per_miss_ms), "ready_s": side.ready_s,
+            "rss_ready_mib": side.rss_ready_mib, "rss_end_mib": side.rss_end_mib, "errors": miss.errors + hit.errors,
             "not_hit": side.not_hit, "wrong": side.wrong,
         }
     g, lt = out[gw.name], out[ll.name]
@@ -190,8 +261,16 @@ def table(s: dict[str, Any], args: argparse.Namespace) -> list[str]:
         f"{g['hit_p99'] / lt['hit_p99']:.3f} | |",
         f"| exact hits/s ({args.concurrency} clients) | | {g['hits_per_s']:.0f} | {lt['hits_per_s']:.0f} | "
         f"{r['hit_throughput']:.2f}× | ≥ 3×: {met[s['targets']['hit_throughput_3x']]} |",
-        f"| proxy CPU ms per hit (all its processes) | | {g['cpu_ms_per_hit']:.2f} | {lt['cpu_ms_per_hit']:.2f} | "
-        f"{g['cpu_ms_per_hit'] / lt['cpu_ms_per_hit']:.3f} | |",
+        f"| proxy CPU ms per hit (all its processes) | | {g['cpu_ms_per_hit']:.3f} | {lt['cpu_ms_per_hit']:.2f} | "
+        f"{g['cpu_ms_per_hit'] / lt['cpu_ms_per_hit']:.3f} | ≤ 0.22: {met[g['cpu_ms_per_hit'] <= 0.22]} |",
+        f"| proxy CPU ms per miss (all its processes) | | {g['cpu_ms_per_miss']:.3f} | {lt['cpu_ms_per_miss']:.2f} | "
+        f"{g['cpu_ms_per_miss'] / lt['cpu_ms_per_miss']:.3f} | ≤ 0.50: {met[g['cpu_ms_per_miss'] <= 0.50]} |",
+        f"| ready after start, s (gateway /readyz, LiteLLM /health/readiness) | | {g['ready_s']:.2f} | "
+        f"{lt['ready_s']:.2f} | {g['ready_s'] / lt['ready_s']:.3f} | ≤ 3 s: {met[g['ready_s'] <= 3.0]} |",
+        f"| RSS MiB when ready (all its processes) | | {g['rss_ready_mib']:.0f} | {lt['rss_ready_mib']:.0f} | "
+        f"{g['rss_ready_mib'] / lt['rss_ready_mib']:.3f} | |",
+        f"| RSS MiB at the end of the run | | {g['rss_end_mib']:.0f} | {lt['rss_end_mib']:.0f} | "
+        f"{g['rss_end_mib'] / lt['rss_end_mib']:.3f} | ≤ 150: {met[g['rss_end_mib'] <= 150]} |",
         "| errors / hit answers not marked as hits / wrong answers | | "
         f"{g['errors']} / {g['not_hit']} / {g['wrong']} | "
         f"{lt['errors']} / {lt['not_hit']} / {lt['wrong']} | | 0 |",
@@ -200,6 +279,38 @@ def table(s: dict[str, Any], args: argparse.Namespace) -> list[str]:
             for i, (gh, lh, ga, la) in enumerate(zip(g["hits_per_s_rounds"], lt["hits_per_s_rounds"],
                                                      g["added_p50_rounds"], lt["added_p50_rounds"], strict=True))),
     ]
+    return rows
+
+
+def embedder_lines(e: dict[str, Any] | None) -> list[str]:
+    if e is None:
+        return []
+    met = lambda ok: "met" if ok else "**not met**"  # noqa: E731
+    return ["", "### With the semantic layer on (its embedder loaded)", "",
+            "A second gateway whose tenant enables the semantic layer, after the run above (same emulator and Redis).",
+            "", "| measure | gateway with the embedder | target |", "|---|---|---|",
+            f"| ready after start, s (the embedder loaded) | {e['ready_s']:.2f} | ≤ 8 s: {met(e['ready_s'] <= 8)} |",
+            f"| RSS MiB when ready | {e['rss_ready_mib']:.0f} | |",
+            f"| RSS MiB after {e['requests']} semantic lookups and writes | {e['rss_end_mib']:.0f} | "
+            f"≤ 300: {met(e['rss_end_mib'] <= 300)} |",
+            f"| CPU ms per reworded request (lookup, miss, write) | {e['cpu_ms_per_lookup']:.2f} | |",
+            f"| errors | {e['errors']} | 0 |"]
+
+
+def workers_lines(w: dict[int, dict[str, float]] | None, args: argparse.Namespace) -> list[str]:
+    if not w:
+        return []
+    one, two = w[1], w[2]
+    rows = ["", "### Workers: 1 vs 2", "",
+            f"The gateway alone, `--workers 1` then `--workers 2`, default layers, {args.concurrency} closed-loop "
+            f"clients (hits over {args.keys} stored prompts, then misses). {os.cpu_count()} CPUs: the load generator, "
+            "the emulator and Redis share them with the workers.", "",
+            "| measure | 1 worker | 2 workers | 2 ÷ 1 |", "|---|---|---|---|"]
+    for key, label in (("hits_per_s", "hits/s"), ("misses_per_s", "misses/s"), ("cpu_ms_per_hit", "CPU ms per hit"),
+                       ("cpu_ms_per_miss", "CPU ms per miss"), ("rss_mib", "RSS MiB (all processes)"),
+                       ("ready_s", "ready after start, s")):
+        rows.append(f"| {label} | {one[key]:.3f} | {two[key]:.3f} | {two[key] / one[key]:.2f} |")
+    rows.append(f"| errors | {one['errors']:.0f} | {two['errors']:.0f} | |")
     return rows
 
 
@@ -217,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency", default="base=0.05,prefill=0,cached=0,itl=0.0005", help="emulator latency model")
     p.add_argument("--pairs", default=",".join(str(x) for x in DEFAULT_PAIRS),
                    help="labelled pairs for the semantic comparison (comma-separated; '' to skip)")
+    p.add_argument("--no-embedder", action="store_true", help="skip the run of a gateway with the semantic layer on")
+    p.add_argument("--compare-workers", action="store_true", help="also run the gateway alone with 1 and 2 workers")
     p.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     p.add_argument("--json", type=Path, default=None, help="also write figures and raw latencies here")
     p.add_argument("--write", type=Path, default=None, help="replace this benchmark's section of a markdown file")
@@ -239,9 +352,15 @@ def main(argv: list[str] | None = None) -> int:
                       gwp.proc.pid if gwp.proc else None)
             ll = Side("litellm", f"{llp.url}/v1", MASTER_KEY, lambda h: "x-litellm-cache-key" in h,
                       llp.proc.pid if llp.proc else None)
+            for side, proc in ((gw, gwp), (ll, llp)):
+                side.ready_s, side.rss_ready_mib = proc.ready_s, tree_rss_mib(side.pid)
             print(f"gateway {gwp.url} and LiteLLM {llp.url} ({how}), {args.workers} process(es) each; "
                   f"emulator {emu.vendor_url} latency `{args.latency}`", flush=True)
             asyncio.run(measure(args, direct, [gw, ll]))
+            for side in (gw, ll):
+                side.rss_end_mib = tree_rss_mib(side.pid)
+        embedder = None if args.no_embedder else asyncio.run(embedder_run(args, emu.vendor_url, redis.url))
+        workers = asyncio.run(workers_run(args, emu.vendor_url, redis.url)) if args.compare_workers else None
         why_not = vector_search_available(where.port or 6379)
     load_after = os.getloadavg()[0]
     s = summarize(direct, gw, ll)
@@ -258,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Targets: gateway hits/s ≥ 3× LiteLLM's ({s['ratios']['hit_throughput']:.2f}×: "
         f"{'met' if s['targets']['hit_throughput_3x'] else 'not met'}); added latency on a miss ≤ 1/3 of "
         f"LiteLLM's ({s['ratios']['added_p50']:.3f}: {'met' if s['targets']['added_latency_third'] else 'not met'}).",
+        *embedder_lines(embedder), *workers_lines(workers, args),
         "", "### Semantic cache", "", why_not or "A vector-capable Redis is present.", "", *markdown(semantic),
         f"Command: `{command}`",
     ]
@@ -269,10 +389,11 @@ def main(argv: list[str] | None = None) -> int:
                "litellm_miss": pooled(ll.misses).latencies, "gateway_hit": pooled(gw.hits).latencies,
                "litellm_hit": pooled(ll.hits).latencies}
         args.json.write_bytes(orjson.dumps({"summary": s, "latencies": raw, "semantic": semantic, "how": how,
+                                            "embedder": embedder, "workers": workers,
                                             "args": vars(args) | {"json": str(args.json), "write": str(args.write)}},
                                            option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
                                            default=str))
-    ok = s["gateway"]["errors"] == 0 and s["gateway"]["wrong"] == 0
+    ok = s["gateway"]["errors"] == 0 and s["gateway"]["wrong"] == 0 and (embedder is None or embedder["errors"] == 0)
     return 0 if ok else 1
 
 

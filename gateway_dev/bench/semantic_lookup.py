@@ -59,7 +59,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def run(args: argparse.Namespace) -> int:
     settings = Settings.load(args.config, data_dir=args.data_dir)
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    key = settings.vendor_key("openai")
     backend = backend_from_settings(settings.embedding_model, settings.base_url("openai"), key)
     embedder = Embedder(backend)
     t0 = time.perf_counter()

@@ -2,8 +2,9 @@
 
 Source files (`tests/data/eval/own/source_*.txt`): `@ domain lang` starts a group, `C: question` a
 cached question, then `+kind: query` (the cached answer serves the query) or `-kind: query` (it does
-not). `source_a.txt` is the tuning split, `source_b.txt` the held-out split (other domains), frozen
-before any tuning: `tests/semantic/test_bench.py` pins its digest.
+not). `source_a.txt` is the tuning split; `source_b.txt` … `source_e.txt` are four held-out splits
+(other domains), each written and frozen before the method it was first measured on was final:
+`tests/semantic/test_bench.py` pins their digests (docs/semantic-cache.md says which were seen when).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 OWN_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "eval" / "own"
-SPLITS = {"tune": "source_a.txt", "heldout": "source_b.txt"}
+SPLITS = {"tune": "source_a.txt", "heldout": "source_b.txt", "heldout2": "source_c.txt", "heldout3": "source_d.txt",
+          "heldout4": "source_e.txt"}
 
 
 def parse_source(text: str, prefix: str) -> list[dict[str, Any]]:

@@ -1,10 +1,10 @@
 """The Anthropic emulator: `POST /v1/messages` (stream and not) and `/v1/messages/count_tokens`.
 
 Auth: `x-api-key` (anthropic 0.x) or `Authorization: Bearer` (anthropic 2.x). `anthropic-version` is required;
-from `2026-10-21` on, `temperature`/`top_p`/`top_k` are refused (vendor-caching.md §2.4).
+from `2026-10-21` on, `temperature`/`top_p`/`top_k` are refused.
 Streaming: every event has an `event:` line; message_start (usage with the cache fields) -> content blocks
 (ping after the first block starts) -> message_delta with cumulative usage -> message_stop; a stream fault
-sends `event: error` (overloaded_error) mid-stream (§2.3).
+sends `event: error` (overloaded_error) mid-stream.
 """
 
 from __future__ import annotations

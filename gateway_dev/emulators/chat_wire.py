@@ -3,7 +3,7 @@
 Non-stream: one `chat.completion` object. Stream: `data: <chunk>\\n\\n` lines, the first delta carrying
 the role, one token per chunk, a last choice chunk with `finish_reason`, then - only when
 `stream_options.include_usage` is true - a chunk with `choices: []` and the usage (every other chunk then
-carries `"usage": null`), then `data: [DONE]` (vendor-caching.md §1.4).
+carries `"usage": null`), then `data: [DONE]`.
 """
 
 from __future__ import annotations

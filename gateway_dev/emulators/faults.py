@@ -123,13 +123,14 @@ class Faults:
     """All fault controllers of an emulator set: `faults.openai`, `.anthropic`, `.gemini`, `.deepseek`,
     `.vllm[i]`; `faults["openai"]` works too."""
 
-    VENDORS = ("openai", "anthropic", "gemini", "deepseek")
+    VENDORS = ("openai", "anthropic", "gemini", "deepseek", "mistral")
 
     def __init__(self, vllm_replicas: int = 0) -> None:
         self.openai = FaultController()
         self.anthropic = FaultController()
         self.gemini = FaultController()
         self.deepseek = FaultController()
+        self.mistral = FaultController()
         self.vllm = [FaultController() for _ in range(vllm_replicas)]
 
     def __getitem__(self, name: str) -> FaultController:

@@ -1,4 +1,4 @@
-"""Gemini's caches (vendor-caching.md §3.1-3.2, §3.5).
+"""Gemini's caches.
 
 Explicit: `CachedContent` resources per API key, with `expireTime` on the emulators' clock; only the
 expiration can change (PATCH ttl/expireTime); an expired or unknown cache answers 403 like the API.

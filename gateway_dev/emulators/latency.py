@@ -9,7 +9,7 @@ Queueing only exists where a vendor really queues in a way the gateway can obser
 The defaults keep the realistic *ratios* (prefill is ~25x dearer per token than a cache read, decode
 dominates short prompts) but are scaled down ~20x so a test suite with hundreds of calls stays fast.
 `PRESETS["realistic"]` is the unscaled figure set of an 8B model on one H100 (llm-d-inference-sim's
-`8b-h100-balanced-per-token` profile, see cache-aware-routing.md §4.1), for benchmarks.
+`8b-h100-balanced-per-token` profile), for benchmarks.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-model tables the emulators' caching rules depend on (vendor-caching.md §1.1, §2.1, §3.1-3.2).
+"""Per-model tables the emulators' caching rules depend on.
 
 The vendors change these often (Anthropic's Sonnet 4.6 minimum moved 2048 -> 1024; Gemini 2.5 Pro's
 4096 -> 2048), so they are plain dicts a test or a benchmark may edit, matched by longest name prefix.
@@ -23,7 +23,7 @@ OPENAI_KNOWN = {
     "gpt-5.3-codex", "gpt-5.3-chat-latest", "gpt-5.4-mini", "gpt-5.4-nano", "gpt-5.4-pro", "o1", "o1-mini",
     "o1-pro", "o3-pro",
 }
-# Models listed for `prompt_cache_retention: "24h"` (prompt-caching guide, §1.1).
+# Models listed for `prompt_cache_retention: "24h"` (OpenAI prompt-caching guide).
 OPENAI_EXTENDED_RETENTION = {
     "gpt-5.5", "gpt-5.5-pro", "gpt-5.4", "gpt-5.2", "gpt-5.1-codex-max", "gpt-5.1", "gpt-5.1-codex",
     "gpt-5.1-codex-mini", "gpt-5.1-chat-latest", "gpt-5", "gpt-5-codex", "gpt-4.1",
@@ -81,7 +81,7 @@ def openai_reasoning_tokens(model: str, effort: str | None) -> int:
 
 
 # ---- Anthropic -----------------------------------------------------------------------------------
-# Minimum cacheable prompt length (newest table, vendor-caching.md §2.1, id 58801560604).
+# Minimum cacheable prompt length (newest table, id 58801560604).
 ANTHROPIC_MIN_CACHEABLE = {
     "claude-opus-5": 512, "claude-fable-5": 512, "claude-mythos-5": 512,
     "claude-mythos-preview": 2048, "claude-opus-4-7": 2048,
@@ -116,7 +116,7 @@ def anthropic_min_cacheable(model: str) -> int:
 
 
 # ---- Gemini --------------------------------------------------------------------------------------
-# Minimum tokens for implicit and explicit caching (latest table seen, §3.1-3.2).
+# Minimum tokens for implicit and explicit caching (latest table seen).
 GEMINI_MIN_CACHE = {
     "gemini-2.5-flash": 2048, "gemini-2.5-pro": 2048, "gemini-2.5-flash-lite": 2048,
     "gemini-3": 4096, "gemini-3.1-pro": 4096, "gemini-2.0": 4096, "gemini-1.5": 32768,

@@ -1,4 +1,4 @@
-"""OpenAI's prompt cache (vendor-caching.md §1.1, §1.7).
+"""OpenAI's prompt cache.
 
 Classic models (before GPT-5.6): automatic, exact-prefix, prompts of >= 1024 tokens, hits in 128-token
 steps (`cached_tokens` is 1024, 1152, ...), namespace = (API key, model, `prompt_cache_key`). Retention

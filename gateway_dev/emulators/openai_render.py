@@ -1,9 +1,9 @@
 """Renders an OpenAI Chat Completions or Responses request into the token sequence the prompt cache sees.
 
 Order: tool definitions, then the structured-output schema ("serves as a prefix to the system message"),
-then the messages/items in order, then the assistant generation prompt (vendor-caching.md §1.7 step 1; the
-exact server ordering is undocumented). Cache-only fields (`prompt_cache_*`, `prompt_cache_breakpoint`)
-never enter the rendering, so they cannot change the answer.
+then the messages/items in order, then the assistant generation prompt (the exact server ordering is
+undocumented). Cache-only fields (`prompt_cache_*`, `prompt_cache_breakpoint`) never enter the rendering, so
+they cannot change the answer.
 """
 
 from __future__ import annotations

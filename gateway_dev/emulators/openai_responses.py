@@ -1,7 +1,7 @@
 """`POST /v1/responses`: the Responses API on top of the OpenAI emulator's cache and answers.
 
 Stream framing: `event: <type>` + `data: <json>` with a rising `sequence_number`; usage only in the terminal
-`response.completed` (or `response.incomplete`) event; no `[DONE]` (vendor-caching.md §1.4).
+`response.completed` (or `response.incomplete`) event; no `[DONE]`.
 `previous_response_id` is honoured for responses this emulator stored (`store` defaults to true).
 """
 

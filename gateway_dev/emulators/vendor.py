@@ -1,6 +1,6 @@
 """The combined vendor app: OpenAI, DeepSeek, Anthropic and Gemini on one port.
 
-    /v1/chat/completions, /chat/completions        OpenAI, or DeepSeek for `deepseek-*` models
+    /v1/chat/completions, /chat/completions        OpenAI, or DeepSeek / Mistral for their models
     /v1/responses, /v1/embeddings, /v1/models       OpenAI (also without /v1, as the SDK sends with a bare base)
     /v1/messages, /v1/messages/count_tokens         Anthropic
     /{v1beta,v1}/models/{model}:generateContent...  Gemini; /{v1beta,v1}/cachedContents[/{id}]
@@ -23,6 +23,7 @@ from gateway_dev.emulators.anthropic_app import AnthropicEmulator
 from gateway_dev.emulators.deepseek import DeepSeekEmulator
 from gateway_dev.emulators.faults import Faults
 from gateway_dev.emulators.gemini_app import GeminiEmulator
+from gateway_dev.emulators.mistral import MistralEmulator, is_mistral_model
 from gateway_dev.emulators.models import is_deepseek_model
 from gateway_dev.emulators.openai_app import OpenAIEmulator
 from gateway_dev.emulators.openai_responses import ResponsesEndpoint
@@ -30,7 +31,7 @@ from gateway_dev.emulators.web import EmulatorError, EmulatorState, Guard, error
 
 
 class VendorEmulators:
-    """The four hosted-vendor emulators sharing one state; `.app` is the ASGI app."""
+    """The hosted-vendor emulators sharing one state; `.app` is the ASGI app."""
 
     def __init__(self, state: EmulatorState, faults: Faults) -> None:
         self.state, self.faults = state, faults
@@ -39,6 +40,7 @@ class VendorEmulators:
         self.anthropic = AnthropicEmulator(state, faults.anthropic)
         self.gemini = GeminiEmulator(state, faults.gemini)
         self.deepseek = DeepSeekEmulator(state, faults.deepseek)
+        self.mistral = MistralEmulator(state, faults.mistral)
         self.app = self._build()
 
     def clear_caches(self) -> None:
@@ -49,6 +51,7 @@ class VendorEmulators:
         self.gemini.caches.clear()
         self.gemini.implicit.clear()
         self.deepseek.cache.clear()
+        self.mistral.cache.clear()
 
     async def chat(self, request: Request) -> Response:
         raw = await request.body()  # Starlette keeps it; the emulator's own handler reads it again
@@ -58,6 +61,8 @@ class VendorEmulators:
             model = None
         if isinstance(model, str) and is_deepseek_model(model):
             return await self.deepseek.chat(request)  # type: ignore[return-value]
+        if isinstance(model, str) and is_mistral_model(model):
+            return await self.mistral.chat(request)  # type: ignore[return-value]
         return await self.openai.chat(request)  # type: ignore[return-value]
 
     async def models(self, request: Request) -> Response:

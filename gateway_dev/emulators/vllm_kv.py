@@ -1,4 +1,4 @@
-"""vLLM's Automatic Prefix Caching, as the V1 KV cache manager does it (cache-aware-routing.md §3.1-3.3).
+"""vLLM's Automatic Prefix Caching, as the V1 KV cache manager does it.
 
 - Blocks of `block_size` (16) tokens; block hash = hash((parent hash, block token ids, extra keys)); the
   `cache_salt`, when given, is an extra key of the first block only. Only full blocks are cached.

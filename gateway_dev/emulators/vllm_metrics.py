@@ -1,4 +1,4 @@
-"""A vLLM replica's `/metrics`, with vLLM's current names (cache-aware-routing.md §3.5).
+"""A vLLM replica's `/metrics`, with vLLM's current names.
 
 The values are read from the replica at scrape time (a custom collector), so the request path only bumps a
 few integers. Counters get prometheus_client's `_total` suffix on exposition, exactly like vLLM's.

@@ -6,6 +6,7 @@ import pytest
 
 from gateway.accounting.normalize import dialect_for, normalize, sniff_dialect
 from gateway.config import Settings
+from gateway.providers import ProviderTable
 
 # The shape DeepSeek's API reference documents for chat completion usage.
 REASONER = {"prompt_tokens": 1500, "completion_tokens": 900, "total_tokens": 2400,
@@ -42,14 +43,21 @@ def test_dialect_for_providers() -> None:
         {"name": "kimi", "base_url": "http://k/v1", "models": ["kimi-*"], "usage_dialect": "deepseek"},
         {"name": "qwen", "base_url": "http://q/v1", "models": ["qwen-*"]},
     ])
-    assert dialect_for("deepseek", "openai_chat", settings) == "deepseek"
-    assert dialect_for("kimi", "openai_chat", settings) == "deepseek"
-    assert dialect_for("qwen", "openai_chat", settings) == "openai_chat"
-    assert dialect_for("vllm", "openai_chat", settings) == "openai_chat"
-    assert dialect_for("openai", "openai_responses", settings) == "openai_responses"
-    assert dialect_for("anthropic", "anthropic_messages", settings) == "anthropic"
-    assert dialect_for("gemini", "gemini", settings) == "gemini"
-    assert dialect_for("anthropic", None) == "anthropic"
+    table = ProviderTable(settings)
+
+    def declared(name: str) -> str | None:
+        provider = table.get(name)
+        assert provider is not None
+        return provider.spec.usage.name if provider.spec.usage is not None else None
+
+    assert dialect_for("openai_chat", declared("deepseek")) == "deepseek"
+    assert dialect_for("openai_chat", declared("kimi")) == "deepseek"
+    assert dialect_for("openai_chat", declared("qwen")) == "openai_chat"
+    assert dialect_for("openai_chat", declared("vllm")) == "openai_chat"
+    assert dialect_for("openai_responses", declared("openai")) == "openai_responses"
+    assert dialect_for("anthropic_messages", declared("anthropic")) == "anthropic"
+    assert dialect_for("gemini", declared("gemini")) == "gemini"
+    assert dialect_for(None) == "openai_chat"
 
 
 def test_sniffed_and_unknown_dialect() -> None:

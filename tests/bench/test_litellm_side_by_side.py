@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from gateway_dev.bench.common import LoadResult
-from gateway_dev.bench.litellm_proxy import MASTER_KEY, tree_cpu_seconds, write_config
+from gateway_dev.bench.litellm_proxy import MASTER_KEY, tree_cpu_seconds, tree_rss_mib, write_config
 from gateway_dev.bench.litellm_side_by_side import Side, summarize, table
 from gateway_dev.bench.semantic_vs_litellm import best_single_threshold, markdown
 
@@ -36,9 +39,11 @@ def _result(ms: float, n: int, seconds: float) -> LoadResult:
 def test_summary_ratios_and_targets() -> None:
     direct = Side("direct", "", "", misses=[_result(50, 10, 1), _result(52, 10, 1)])
     gw = Side("gateway", "", "", misses=[_result(55, 10, 1), _result(57, 10, 1)],
-              hits=[_result(2, 1000, 1), _result(2, 1000, 1)], cpu_per_hit_ms=[0.5, 0.5])
+              hits=[_result(2, 1000, 1), _result(2, 1000, 1)], cpu_per_hit_ms=[0.5, 0.5], cpu_per_miss_ms=[0.4, 0.6],
+              ready_s=1.5, rss_ready_mib=120, rss_end_mib=140)
     ll = Side("litellm", "", "", misses=[_result(80, 10, 1), _result(82, 10, 1)],
-              hits=[_result(20, 100, 1), _result(20, 100, 1)], cpu_per_hit_ms=[15, 15])
+              hits=[_result(20, 100, 1), _result(20, 100, 1)], cpu_per_hit_ms=[15, 15], cpu_per_miss_ms=[20, 22],
+              ready_s=9.0, rss_ready_mib=360, rss_end_mib=400)
     s = summarize(direct, gw, ll)
     assert round(s["gateway"]["added_p50"] * 1000, 6) == 5.0
     assert round(s["litellm"]["added_p50"] * 1000, 6) == 30.0
@@ -48,6 +53,11 @@ def test_summary_ratios_and_targets() -> None:
     args = argparse.Namespace(miss_concurrency=8, concurrency=32)
     text = "\n".join(table(s, args))
     assert "| exact hits/s (32 clients) | | 1000 | 100 | 10.00× | ≥ 3×: met |" in text
+    assert "| proxy CPU ms per hit (all its processes) | | 0.500 | 15.00 | 0.033 | ≤ 0.22: **not met** |" in text
+    assert "| proxy CPU ms per miss (all its processes) | | 0.500 | 21.00 | 0.024 | ≤ 0.50: met |" in text
+    ready = "| ready after start, s (gateway /readyz, LiteLLM /health/readiness) | | 1.50 | 9.00 | 0.167 | ≤ 3 s: met |"
+    assert ready in text
+    assert "| RSS MiB at the end of the run | | 140 | 400 | 0.350 | ≤ 150: met |" in text
     # a slower gateway misses the targets, and the table says so
     gw.hits = [_result(2, 200, 1)] * 2
     assert not summarize(direct, gw, ll)["targets"]["hit_throughput_3x"]
@@ -73,3 +83,18 @@ def test_semantic_markdown_lists_every_method() -> None:
 def test_tree_cpu_counts_this_process() -> None:
     sum(i * i for i in range(200_000))
     assert tree_cpu_seconds(os.getpid()) > 0
+
+
+def test_tree_rss_counts_this_process_and_its_children() -> None:
+    own = tree_rss_mib(os.getpid())
+    assert own > 10  # this interpreter with pytest loaded
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while tree_rss_mib(os.getpid()) < own + 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert tree_rss_mib(os.getpid()) >= own + 3  # the child's interpreter counts too
+    finally:
+        child.kill()
+        child.wait()
+    assert tree_rss_mib(None) != tree_rss_mib(None)  # NaN without a pid

@@ -35,6 +35,18 @@ def test_compressed_with_version_byte() -> None:
     assert zstandard.ZstdDecompressor().decompress(blob[1:]).startswith(b"{")
 
 
+def test_small_entries_are_stored_uncompressed_and_both_kinds_read() -> None:
+    small = Answer(text="Paris.", model="gpt-4o-mini", finish_reason="stop", provider="openai", usage_raw={})
+    blob = entry.encode(small, "acme", "ab" * 32)
+    assert blob[:1] == entry.VERSION_PLAIN and blob[1:].startswith(b"{")
+    assert entry.decode(blob, "acme", "ab" * 32) == small
+    # an entry written compressed (by an earlier version, or large) still reads
+    framed = entry.VERSION + zstandard.ZstdCompressor().compress(blob[1:])
+    assert entry.decode(framed, "acme", "ab" * 32) == small
+    with pytest.raises(entry.BadEntry):
+        entry.decode(blob, "globex", "ab" * 32)
+
+
 def test_entry_of_another_tenant_or_key_is_refused() -> None:
     blob = entry.encode(_answer(), "acme", "ab" * 32)
     with pytest.raises(entry.BadEntry):
@@ -43,7 +55,8 @@ def test_entry_of_another_tenant_or_key_is_refused() -> None:
         entry.decode(blob, "acme", "cd" * 32)
 
 
-@pytest.mark.parametrize("blob", [b"", b"\x02whatever", b"\x01not zstd", entry.VERSION + zstandard.compress(b"[1]")])
+@pytest.mark.parametrize("blob", [b"", b"\x02whatever", b"\x01not zstd", entry.VERSION + zstandard.compress(b"[1]"),
+                                  b"\x02[1]", b"\x03{}"])
 def test_unreadable_entries_raise_bad_entry(blob: bytes) -> None:
     with pytest.raises(entry.BadEntry):
         entry.decode(blob, "acme", "ab" * 32)

@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 
 from gateway.cache.key import (
-    TRANSPORT_FIELDS,
     cache_key,
     canonical_bytes,
     entry_key,
     lock_key,
     tenant_prefix,
-    unreplayable,
 )
+from gateway.protocols import ADAPTERS, get_adapter
 
 from ._helpers import make_ctx
 
@@ -211,9 +210,9 @@ def test_protocol_provider_and_answer_changing_headers_are_part_of_the_key() -> 
     routed.provider = "deepseek"
     assert cache_key(chat, False) != cache_key(routed, False)
     gemini_v1 = make_ctx(BASES["gemini"], protocol="gemini")
-    gemini_v1.scratch["api_version"] = "v1"
+    gemini_v1.api_version = "v1"
     gemini_beta = make_ctx(BASES["gemini"], protocol="gemini")
-    gemini_beta.scratch["api_version"] = "v1beta"
+    gemini_beta.api_version = "v1beta"
     assert cache_key(gemini_v1, False) != cache_key(gemini_beta, False)
 
 
@@ -228,7 +227,7 @@ def test_store_keys_carry_the_tenant_hash_tag() -> None:
 def test_transport_fields_are_documented() -> None:
     import gateway.cache.key as module
 
-    for field in set().union(*TRANSPORT_FIELDS.values()):
+    for field in set().union(*(a.transport_fields for a in ADAPTERS.values())):
         assert f"`{field}`" in (module.__doc__ or "")
 
 
@@ -242,4 +241,4 @@ def test_transport_fields_are_documented() -> None:
     ("anthropic_messages", {"max_tokens": 5}, None),
 ])
 def test_unreplayable_requests(protocol: str, body: Body, reason: str | None) -> None:
-    assert unreplayable(protocol, body) == reason
+    assert get_adapter(protocol).unreplayable(body) == reason

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import zstandard
 
+from gateway.cache import entry as entries
 from gateway.cache.key import entry_key
 from gateway.cache.stage import ResponseCacheStage
 from gateway.config import Settings
@@ -55,7 +56,7 @@ async def test_stored_entry_never_holds_the_api_key(kv: KVStore, tenant: str) ->
     await serve(stage, ctx, answer())
     blob = await kv.get(entry_key(tenant, stage_digest(ctx)))
     assert blob is not None
-    raw = zstandard.ZstdDecompressor().decompress(blob[1:])
+    raw = blob[1:] if blob[:1] == entries.VERSION_PLAIN else zstandard.ZstdDecompressor().decompress(blob[1:])
     assert API_KEY.encode() not in raw and b"s3cr3t" not in raw and b"authorization" not in raw
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from gateway.answer import Finish, Start, TextDelta
-from gateway.cache.stage import EVENT_TAPS, ResponseCacheStage
+from gateway.cache.stage import ResponseCacheStage
 from gateway.config import Settings
-from gateway.pipeline import UPSTREAM_FAILED, UPSTREAM_WANTED, Hit
+from gateway.pipeline import Hit
 from gateway.stores import KVStore, open_store
 
 from ._helpers import BODY, answer, lookup, make_ctx
@@ -30,18 +30,18 @@ async def _concurrent(stage: ResponseCacheStage, n: int, tenant: str, upstream_d
             assert hit.events is not None
             return "".join([e.text async for e in hit.events if isinstance(e, TextDelta)])
         calls.append(ctx.request_id)
-        taps = ctx.scratch.get(EVENT_TAPS, [])
+        taps = [stage] if stage.listens(ctx) else []  # as the pipeline dispatches `on_event`
         for tap in taps:
-            tap(Start(model="gpt-4o-mini"))
+            tap.on_event(ctx, Start(model="gpt-4o-mini"))
         for piece in ("two ", "plus ", "two"):
             await asyncio.sleep(upstream_delay / 3)
             for tap in taps:
-                tap(TextDelta(piece))
+                tap.on_event(ctx, TextDelta(piece))
         if fail_first and len(calls) == 1:
             ctx.error = "incomplete"
         else:
             for tap in taps:
-                tap(Finish("stop", {}))
+                tap.on_event(ctx, Finish("stop", {}))
             ctx.answer, ctx.answered_by = answer("two plus two"), "upstream"
         await stage.after(ctx)
         return "upstream"
@@ -166,9 +166,9 @@ async def _stream_leader(stage: ResponseCacheStage, tenant: str, *events: Any) -
     """A streaming request that leads its flight, with `events` of its upstream answer already in."""
     leader = make_ctx(dict(BODY), tenant=tenant, stream=True)
     assert await stage.before(leader) is None
-    for tap in leader.scratch[EVENT_TAPS]:
-        for event in events:
-            tap(event)
+    assert stage.listens(leader)
+    for event in events:
+        stage.on_event(leader, event)
     return leader
 
 
@@ -209,9 +209,8 @@ async def test_a_leader_that_ends_without_an_answer_releases_its_flight_at_once(
     # join (and replay the first events of) a flight whose leader is already gone.
     stage = ResponseCacheStage(open_store(Settings()))
     leader = await _stream_leader(stage, tenant, Start(model="gpt-4o-mini"), TextDelta("two "))
-    assert leader.scratch[UPSTREAM_WANTED][0]() is False  # nobody rides on it yet
-    for failed in leader.scratch[UPSTREAM_FAILED]:  # what the handler runs when the stream is cut
-        failed()
+    assert stage.keeps_upstream(leader) is False  # nobody rides on it yet
+    stage.on_abandoned(leader)  # what the pipeline dispatches when the stream is cut
     newcomer = make_ctx(dict(BODY), tenant=tenant, stream=True)
     assert await stage.before(newcomer) is None  # it leads a new flight instead
     await stage.after(leader)  # the late post-stage finds nothing left to release
@@ -225,10 +224,10 @@ async def test_a_flight_with_followers_is_wanted(tenant: str) -> None:
     leader = await _stream_leader(stage, tenant, Start(model="gpt-4o-mini"))
     follower = asyncio.create_task(stage.before(make_ctx(dict(BODY), tenant=tenant, stream=True)))
     await asyncio.sleep(0.01)
-    assert leader.scratch[UPSTREAM_WANTED][0]() is True
+    assert stage.keeps_upstream(leader) is True
     leader.error = "incomplete"
     await stage.after(leader)
-    assert leader.scratch[UPSTREAM_WANTED][0]() is False  # done: nothing left to read for
+    assert stage.keeps_upstream(leader) is False  # done: nothing left to read for
     hit = await follower
     assert hit is not None and hit.events is not None
     assert [e async for e in hit.events] == [Start(model="gpt-4o-mini")]

@@ -46,7 +46,7 @@ def test_faults_board() -> None:
     board.clear_all()
     assert board.openai.pending == 0 and board.vllm[1].pending == 0
     with pytest.raises(KeyError):
-        board["mistral"]
+        board["no-such-vendor"]
 
 
 def test_a_bad_control_header_is_a_400_in_the_vendors_shape(emu) -> None:

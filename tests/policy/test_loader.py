@@ -45,7 +45,7 @@ def test_unknown_field_names_file_line_field_and_suggests(policy_dir: Writer) ->
 def test_unknown_field_without_a_close_match_lists_the_allowed_ones(policy_dir: Writer) -> None:
     folder = policy_dir(acme=acme("provider_cache: {azure: {}}\n"))
     assert errors(folder) == [
-        "acme.yaml:3: provider_cache.azure: unknown field (allowed: anthropic, gemini, openai, learn, "
+        "acme.yaml:3: provider_cache.azure: unknown field (allowed: anthropic, gemini, openai, bedrock, learn, "
         "vendor_diagnostics)"]
 
 

@@ -179,3 +179,26 @@ def test_filter_handles_spaced_json() -> None:
     # a "usage" inside content text is left alone
     text = b'data: {"choices":[{"index":0,"delta":{"content":"the \\"usage\\":null key"}}]}'
     assert f(text) == text
+
+
+def test_azure_stream_with_content_filter_chunks_parses() -> None:
+    """Azure OpenAI opens with a prompt-annotation chunk (empty `choices`, `model: ""`) and sends annotation
+    chunks without `delta` after the finish; the parser skips both and keeps the model of the first real chunk."""
+    import httpx2
+    import orjson
+
+    from gateway.protocols import get_adapter
+    from gateway_dev.emulators import EmulatorSet
+
+    with EmulatorSet(latency="zero") as emu:
+        r = httpx2.post(f"{emu.platform_url}/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+                        headers={"api-key": "k"},
+                        content=orjson.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True,
+                                              "stream_options": {"include_usage": True}}))
+    assert b'"choices":[]' in r.content.split(b"\n\n")[0] and b"content_filter_offsets" in r.content
+    parser = get_adapter("openai_chat").stream_parser("azure")
+    parser.feed(r.content)
+    parser.end()
+    answer = parser.answer()
+    assert parser.error is None and answer is not None
+    assert answer.model == "gpt-4o" and answer.text and answer.usage_raw["completion_tokens"] > 0

@@ -11,7 +11,8 @@ METHODS = ("model_of", "is_stream", "conversation", "parse_answer", "stream_pars
 
 
 @pytest.mark.parametrize(("name", "vendor"), [("openai_chat", "openai"), ("openai_responses", "openai"),
-                                              ("anthropic_messages", "anthropic"), ("gemini", "gemini")])
+                                              ("anthropic_messages", "anthropic"), ("gemini", "gemini"),
+                                              ("bedrock_converse", "bedrock")])
 def test_adapters(name: str, vendor: str) -> None:
     adapter = get_adapter(name)
     assert adapter is get_adapter(name) and adapter.name == name and adapter.vendor == vendor
@@ -27,7 +28,8 @@ def test_adapters(name: str, vendor: str) -> None:
 
 
 def test_registry_is_complete_and_strict() -> None:
-    assert set(ADAPTERS) == {"openai_chat", "openai_responses", "anthropic_messages", "gemini"}
+    assert set(ADAPTERS) == {"openai_chat", "openai_responses", "anthropic_messages", "gemini",
+                            "bedrock_converse"}
     with pytest.raises(KeyError):
         get_adapter("cohere")
 

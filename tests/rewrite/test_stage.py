@@ -46,7 +46,7 @@ async def test_rewrites_only_the_upstream_body(make: Any, protocol: str, path_mo
     assert rec["moved"] and all(set(m) == {"where", "kind", "chars"} for m in rec["moved"])
     assert ctx.record["prefix_hash"] == rec["prefix_hash"]
     assert ctx.record["prompt_template_id"] == "prefix:" + rec["prefix_hash"][:16]
-    assert ctx.scratch["rewrite"].context_index is not None
+    assert ctx.rewrite.context_index is not None
 
 
 async def test_policy_off_leaves_everything() -> None:
@@ -61,7 +61,7 @@ async def test_deepseek_gets_a_user_context_turn_openai_a_system_one() -> None:
     oa = ctx_for(chat(0), "openai_chat")
     for ctx in (ds, oa):
         await RewriteStage().before(ctx)
-    lay_ds, lay_oa = ds.scratch["rewrite"], oa.scratch["rewrite"]
+    lay_ds, lay_oa = ds.rewrite, oa.rewrite
     assert ds.provider == "deepseek" and ds.upstream_body["messages"][lay_ds.context_index]["role"] == "user"
     assert oa.upstream_body["messages"][lay_oa.context_index]["role"] == "system"
 

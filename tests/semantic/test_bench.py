@@ -106,30 +106,40 @@ def _figures(rows: list[dict[str, object]]) -> dict[str, dict[str, float]]:
     return {k: v["guard"] for k, v in figures.items()}
 
 
-@pytest.mark.parametrize("split", ["dev", "heldout"])
+# measured before any evidence (docs/semantic-cache.md), rounded down
+RECALL_FLOOR = {"dev": 0.26, "heldout": 0.40, "heldout2": 0.35, "heldout3": 0.36, "heldout4": 0.33}
+
+
+@pytest.mark.parametrize("split", list(RECALL_FLOOR))
 def test_precision_targets_hold_before_any_evidence(split: str) -> None:
     """Before any evidence (the default state): precision ≥ 0.97 overall and ≥ 0.95 per language,
-    hard false hits ≤ 2 %, on the dev pairs and on our own held-out split (other domains). Recall is
-    pinned at what the same-content lane measured (dev 0.152, held-out 0.321): below the 0.60 / 0.40
-    targets, which is what the evidence loop is for (docs/semantic-cache.md)."""
+    hard false hits ≤ 2 %, on the dev pairs and on our own four held-out splits (other domains).
+    Recall is pinned at what the same-content lane and the confident reworded lane measured (dev
+    0.262, held-out 0.411 / 0.357 / 0.364 / 0.333): the recall targets (0.60 dev, 0.40 unseen) are
+    not met before evidence on all sets (docs/semantic-cache.md)."""
     from gateway_dev.bench.semantic_pairs import own_pairs
 
-    rows = _eval_rows("semantic_pairs_dev.jsonl") if split == "dev" else own_pairs("heldout")
+    rows = _eval_rows("semantic_pairs_dev.jsonl") if split == "dev" else own_pairs(split)
     g = _figures(rows)  # type: ignore[arg-type]
     assert g["overall"]["precision"] >= 0.97
     assert g["lang=en"]["precision"] >= 0.95 and g["lang=zh"]["precision"] >= 0.95
     assert g["hard negatives"]["false_hit_rate"] <= 0.02
-    assert g["overall"]["recall"] >= (0.14 if split == "dev" else 0.30)
+    assert g["overall"]["recall"] >= RECALL_FLOOR[split]
 
 
-def test_own_heldout_split_is_frozen() -> None:
-    """The held-out split was written before any tuning and must not change (its digest is pinned)."""
+@pytest.mark.parametrize(("name", "digest"), [
+    ("source_b.txt", "1342cf551d35b72d40bbbc14b1d2b8fc2b3481f434cce2a871ea89633ec67c9c"),
+    ("source_c.txt", "6f0b13e1da42905e540afb78bc07c62ce1c132335ad90e0a842d1788cc8c2db4"),
+    ("source_d.txt", "6afca3fa38a9d7bb41e52e2c99aef505c0de48ac52983f8a27733550435c393e"),
+    ("source_e.txt", "475d4cc874417de5060330b54ac1db457f6ac8c1efaedb22be37ecb34cf56e47"),
+])
+def test_own_heldout_splits_are_frozen(name: str, digest: str) -> None:
+    """The held-out splits were written before the method they measure was tuned and must not change."""
     import hashlib
 
     from gateway_dev.bench.semantic_pairs import OWN_DIR
 
-    digest = hashlib.sha256((OWN_DIR / "source_b.txt").read_bytes()).hexdigest()
-    assert digest == "1342cf551d35b72d40bbbc14b1d2b8fc2b3481f434cce2a871ea89633ec67c9c"
+    assert hashlib.sha256((OWN_DIR / name).read_bytes()).hexdigest() == digest
 
 
 def test_guard_lets_through_under_40_percent_of_qqp_duplicates() -> None:

@@ -80,3 +80,38 @@ async def test_sampled_verification_sends_a_would_be_hit_upstream(stage: Semanti
     assert stage.learner.evidence.observations("acme", "en", "same_content")[0][1] is True
     hit, _ = await ask(stage, CACHED + " ", None, verify_share=0.0)
     assert hit is not None
+
+
+LANGUAGE = "How do I change the language of the mobile app?"
+LANGUAGE_REWORDED = "The mobile app is in the wrong language, how can I change it?"  # MiniLM ≈ 0.94, same action
+
+
+async def test_a_confident_reworded_pair_is_served_before_evidence(stage: SemanticCacheStage) -> None:
+    await ask(stage, LANGUAGE, "Settings → Language.")
+    hit, ctx = await ask(stage, LANGUAGE_REWORDED, None)
+    assert hit is not None and hit.answer.text == "Settings → Language."  # type: ignore[attr-defined]
+    assert ctx.record["semantic_lane"] == REWORDED  # type: ignore[attr-defined]
+    # the look-alikes: another object of the same action is no confident paraphrase
+    await ask(stage, "I forgot my password, how do I reset it?", "Use the reset link.")
+    for other in ("How do I reset my username?", "How do I reset my email address?"):
+        miss, _ = await ask(stage, other, None)
+        assert miss is None
+
+
+async def test_feedback_on_a_confident_hit_closes_that_kind_of_look_alike(stage: SemanticCacheStage) -> None:
+    await ask(stage, LANGUAGE, "Settings → Language.")
+    hit, ctx = await ask(stage, LANGUAGE_REWORDED, None)
+    assert hit is not None
+    result = await stage.feedback(ctx.request_id, False)  # type: ignore[attr-defined]
+    assert result is not None and result["entry_dropped"] is True and result["lane"] == REWORDED
+    await ask(stage, LANGUAGE, "Settings → Language.")  # stored again: a fresh entry
+    again, ctx = await ask(stage, LANGUAGE_REWORDED, None)
+    assert again is None  # a pair this similar was shown wrong in this neighbourhood: no prior any more
+    assert any(r.startswith("reworded:") for r in ctx.record["semantic_rejected"])  # type: ignore[attr-defined]
+    other = make_ctx(chat(LANGUAGE), tenant="globex", pol=policy("globex"))
+    assert await stage.before(other) is None  # another tenant's neighbourhood is untouched:
+    other.answer = Answer(text="Settings → Language.", model="gpt-4o-mini", provider="openai")
+    other.answered_by = "upstream"
+    await stage.after(other)
+    await stage.drain()
+    assert await stage.before(make_ctx(chat(LANGUAGE_REWORDED), tenant="globex", pol=policy("globex"))) is not None

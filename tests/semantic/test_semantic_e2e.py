@@ -27,6 +27,7 @@ from gateway.config import Settings
 from gateway.semantic.embedder import Embedder
 from gateway.semantic.stage import SemanticCacheStage
 from gateway.stores import open_store
+from gateway.usage.query import records
 from gateway.usage.stage import UsageStage
 from gateway_dev.emulators.harness import EmulatorSet
 from gateway_dev.localrun import UvicornThread, write_policies
@@ -34,9 +35,13 @@ from gateway_dev.localrun import UvicornThread, write_policies
 from ._helpers import use_backend
 
 ADMIN = "adm-" + "s" * 20
-KEYS = {"acme": "sk-acme-sem-01", "globex": "sk-globex-sem-01"}
-SEMANTIC = {"enabled": True, "threshold": 0.90, "ttl": "1h", "version": "kb-1"}
-TENANTS = {name: {"key": key, "semantic_cache": dict(SEMANTIC)} for name, key in KEYS.items()}
+KEYS = {"acme": "sk-acme-sem-01", "globex": "sk-globex-sem-01", "semonly": "sk-semonly-01"}
+# verify_share 0: with the default 2 % a would-be hit goes upstream for verification now and then,
+# and a test that expects a hit would fail at random
+SEMANTIC = {"enabled": True, "threshold": 0.90, "ttl": "1h", "version": "kb-1", "verify_share": 0.0}
+TENANTS: dict[str, dict[str, Any]] = {
+    name: {"key": key, "semantic_cache": dict(SEMANTIC)} for name, key in KEYS.items()}
+TENANTS["semonly"]["response_cache"] = {"enabled": False}
 PROTOCOLS = ["openai_chat", "openai_responses", "anthropic_messages", "gemini"]
 UPSTREAM = {"openai_chat": "openai.chat", "openai_responses": "openai", "anthropic_messages": "anthropic",
             "gemini": "gemini"}
@@ -299,3 +304,20 @@ def test_stored_responses_skip_the_semantic_layer(gw: Gateway) -> None:
     assert count(gw, "acme") == before  # never written
     again = client.responses.with_raw_response.create(model="gpt-4o-mini", input="How can I export a report as PDF?")
     assert again.headers["x-gateway-cache"] != "semantic-hit"
+
+
+def test_a_semantic_lookup_that_misses_is_a_miss_not_a_bypass(gw: Gateway) -> None:
+    """With the response cache off, the semantic layer still looked the question up: `miss`, in the
+    header and in the usage record (`bypass` means no layer was consulted)."""
+    product = name()
+    reply = ask(gw, "openai_chat", f"How do I reset the password of my {product} account?", tenant="semonly")
+    assert reply.cache == "miss"
+    newest: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 5
+    while not newest and time.monotonic() < deadline:
+        time.sleep(0.2)  # the recorder flushes in the background
+        newest = gw.server.call(records(gw.parts.store, "semonly", 5))
+    assert newest and newest[0]["gateway_cache"] == "miss"
+    skipped = ask(gw, "openai_chat", f"How do I reset the password of my {product} account?", tenant="semonly",
+                  headers={"Cache-Control": "no-store"})
+    assert skipped.cache == "bypass"  # no layer consulted

@@ -21,6 +21,18 @@ async def test_get_set_overwrite_and_binary_values(store: KVStore, k: Key) -> No
     assert await store.get(k("a")) == b"two"
 
 
+async def test_get_many_and_set_many_in_order(store: KVStore, k: Key) -> None:
+    assert await store.get_many([]) == []
+    await store.set_many([(k("m1"), b"one"), (k("m2"), bytes(range(256)))], ttl=30)
+    assert await store.get_many([k("m1"), k("absent"), k("m2")]) == [b"one", None, bytes(range(256))]
+    assert await store.get_many([k("m1")]) == [b"one"]
+    left = await store.ttl(k("m2"))
+    assert left is not None and 29 <= left <= 30
+    await store.set_many([(k("m1"), b"uno")])  # no TTL: persistent, like set()
+    assert await store.get(k("m1")) == b"uno" and await store.ttl(k("m1")) is None
+    await store.set_many([])
+
+
 async def test_set_nx_only_when_absent(store: KVStore, k: Key) -> None:
     assert await store.set(k("lock"), b"owner-1", ttl=5, nx=True) is True
     assert await store.set(k("lock"), b"owner-2", ttl=5, nx=True) is False

@@ -76,7 +76,7 @@ async def test_every_request_is_recorded_hits_included(book: PriceBook) -> None:
     await pipeline.after(ctx)
 
     miss = finished(tenant=tenant, usage=CHAT_USAGE)
-    miss.scratch["_ran"] = [usage]  # as if a later stage had let it through
+    miss.ran = [usage]  # as if a later stage had let it through
     await pipeline.after(miss)
     await pipeline.stop()  # the graceful shutdown flushes
 

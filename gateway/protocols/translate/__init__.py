@@ -1,6 +1,6 @@
 """Cross-protocol request translation: a client may call any model through the OpenAI protocols.
 
-    upstream = upstream_protocol("openai_chat", provider.name, provider.vendor)   # "anthropic_messages"
+    upstream = spec.upstream_protocol("openai_chat")   # "anthropic_messages" (gateway/vendors/spec.py)
     path, native_body = translate_request("openai_chat", upstream, ctx.body)
 
 Only the request needs translating. The answer comes back through the upstream adapter
@@ -9,7 +9,8 @@ adapter (`render_answer` / `stream_renderer`), which writes the usage in the cli
 
 Supported (client → upstream): openai_chat → anthropic_messages | gemini; openai_responses →
 openai_chat (DeepSeek, vLLM, OpenAI-compatible upstreams) | anthropic_messages | gemini (through
-Chat). Native Anthropic and Gemini clients always go to their own vendor.
+Chat) | bedrock_converse; anthropic_messages → bedrock_converse (Claude on Bedrock). Native Gemini
+clients always go to their own vendor.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.errors import GatewayError
-from gateway.protocols.translate import openai_chat_to_anthropic, openai_chat_to_gemini, openai_responses_to_chat
+from gateway.protocols.translate import (
+    anthropic_messages_to_converse,
+    openai_chat_to_anthropic,
+    openai_chat_to_converse,
+    openai_chat_to_gemini,
+    openai_responses_to_chat,
+)
 from gateway.protocols.translate.common import preload
 
 Translator = Callable[[dict[str, Any]], tuple[str, dict[str, Any]]]
@@ -37,24 +44,14 @@ PAIRS: dict[tuple[str, str], Translator] = {
     ("openai_responses", "openai_chat"): openai_responses_to_chat.translate_request,
     ("openai_responses", "anthropic_messages"): _via_chat(openai_chat_to_anthropic.translate_request),
     ("openai_responses", "gemini"): _via_chat(openai_chat_to_gemini.translate_request),
+    ("openai_chat", "bedrock_converse"): openai_chat_to_converse.translate_request,
+    ("openai_responses", "bedrock_converse"): _via_chat(openai_chat_to_converse.translate_request),
+    ("anthropic_messages", "bedrock_converse"): anthropic_messages_to_converse.translate_request,
 }
 
 
-def upstream_protocol(client: str, provider_name: str, provider_vendor: str) -> str:
-    """The protocol to speak to a provider for a client of protocol `client`.
-
-    `provider_vendor` is the provider's wire dialect (openai | anthropic | gemini). Only OpenAI
-    itself serves the Responses API; other OpenAI-compatible upstreams get Chat."""
-    if provider_vendor == "anthropic":
-        return "anthropic_messages"
-    if provider_vendor == "gemini":
-        return "gemini"
-    if client == "openai_responses" and provider_name != "openai":
-        return "openai_chat"
-    return client
-
-
-_BY_VENDOR = {"anthropic": "anthropic_messages", "gemini": "gemini", "openai": "openai_chat"}
+_BY_VENDOR = {"anthropic": "anthropic_messages", "gemini": "gemini", "openai": "openai_chat",
+              "bedrock": "bedrock_converse"}
 
 
 def translate_request(
@@ -85,4 +82,4 @@ def translate_request(
     return translator(body)
 
 
-__all__ = ["PAIRS", "preload", "translate_request", "upstream_protocol"]
+__all__ = ["PAIRS", "preload", "translate_request"]

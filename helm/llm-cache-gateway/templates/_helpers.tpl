@@ -193,3 +193,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
     - port: 53
       protocol: TCP
 {{- end }}
+
+{{/*
+A cloud credential's Secret reference: the one named in values, else (cloud.secret.create with the value
+set) the chart's own `<fullname>-cloud` Secret. Usage: include "lcg.cloudRef" (dict "ref" REF "value" VALUE
+"key" CHART_KEY "root" $) → "name/key" or "".
+*/}}
+{{- define "lcg.cloudRef" -}}
+{{- if .ref.name -}}
+{{ .ref.name }}/{{ .ref.key }}
+{{- else if and .root.Values.cloud.secret.create .value -}}
+{{ include "lcg.fullname" .root }}-cloud/{{ .key }}
+{{- end -}}
+{{- end }}
+
+{{/* A gateway probe; with the gateway's own TLS, its httpGet speaks HTTPS. */}}
+{{- define "lcg.probe" -}}
+{{- $probe := deepCopy .probe -}}
+{{- if and .tls $probe.httpGet -}}
+{{- $_ := set $probe.httpGet "scheme" "HTTPS" -}}
+{{- end -}}
+{{- toYaml $probe -}}
+{{- end }}

@@ -5,21 +5,23 @@ from __future__ import annotations
 import pytest
 
 from gateway.errors import GatewayError
-from gateway.protocols.translate import translate_request, upstream_protocol
+from gateway.protocols.translate import translate_request
+from gateway.vendors import registry
 
 
-@pytest.mark.parametrize(("client", "name", "vendor", "expected"), [
-    ("openai_chat", "anthropic", "anthropic", "anthropic_messages"),
-    ("openai_chat", "gemini", "gemini", "gemini"),
-    ("openai_chat", "deepseek", "openai", "openai_chat"),
-    ("openai_responses", "openai", "openai", "openai_responses"),
-    ("openai_responses", "deepseek", "openai", "openai_chat"),
-    ("openai_responses", "vllm", "openai", "openai_chat"),
-    ("openai_responses", "anthropic", "anthropic", "anthropic_messages"),
-    ("anthropic_messages", "anthropic", "anthropic", "anthropic_messages"),
+@pytest.mark.parametrize(("client", "name", "expected"), [
+    ("openai_chat", "anthropic", "anthropic_messages"),
+    ("openai_chat", "gemini", "gemini"),
+    ("openai_chat", "deepseek", "openai_chat"),
+    ("openai_responses", "openai", "openai_responses"),
+    ("openai_responses", "deepseek", "openai_chat"),
+    ("openai_responses", "vllm", "openai_chat"),
+    ("openai_responses", "anthropic", "anthropic_messages"),
+    ("anthropic_messages", "anthropic", "anthropic_messages"),
 ])
-def test_upstream_protocol(client: str, name: str, vendor: str, expected: str) -> None:
-    assert upstream_protocol(client, name, vendor) == expected
+def test_upstream_protocol(client: str, name: str, expected: str) -> None:
+    spec = registry.get(name)
+    assert spec is not None and spec.upstream_protocol(client) == expected
 
 
 def test_vendor_names_and_overrides() -> None:

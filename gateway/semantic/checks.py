@@ -1,0 +1,69 @@
+"""The structure checks and the second opinion, run off the event loop for the stage.
+
+The parsers and the paraphrase model are loaded by `load_all` with the rest of the layer, before
+it reports ready (≈ 2–3 s): loaded beside live lookups they would hold the GIL, and those would
+time out into misses. Should a check still find its part unloaded (a start that failed half-way), it
+loads it in a worker thread and answers the careful way meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from gateway.semantic import paraphrase, structure
+from gateway.semantic.guard import GuardParams
+
+
+class OffLoopChecks:
+    def __init__(self, params: GuardParams, spawn: Callable[[Any], None]) -> None:
+        self.params = params
+        self._spawn = spawn
+        self._loading: set[str] = set()
+
+    async def load_all(self) -> None:
+        loop = asyncio.get_running_loop()
+        for lang in ("en", "zh"):
+            self._loading.add(lang)
+            await loop.run_in_executor(None, structure.load, lang)
+        if self.params.reworded_bar_en <= 1.0:
+            await loop.run_in_executor(None, paraphrase.load)
+
+    async def agree(self, cached: str, query: str, lang: str) -> bool | None:
+        """Action and object agree (`structure.agree`); None while the parser loads."""
+        if not structure.ready(lang):
+            self._preload(lang)
+            return None
+        return await asyncio.get_running_loop().run_in_executor(None, structure.agree, cached, query, lang)
+
+    async def roles_agree(self, cached: str, query: str) -> bool:
+        """The same-content lane's check that no party changed places (`I add my son` / `my son adds
+        me`: the same words), from the English parse; True while the parser loads."""
+        if not structure.may_swap_roles(cached, query):
+            return True
+        if not structure.ready("en"):
+            self._preload("en")
+            return True
+        return await asyncio.get_running_loop().run_in_executor(None, structure.roles_agree, cached, query,
+                                                                "en") is not False
+
+    async def confident(self, cached: str, query: str, lang: str, cosine: float) -> bool:
+        """The reworded lane's second opinion (`paraphrase.confident`); False while a part loads."""
+        g = self.params
+        if (g.reworded_bar_en if lang == "en" else g.reworded_bar_zh) > 1.0:
+            return False
+        if not (structure.ready(lang) and (lang != "en" or paraphrase.ready())):
+            self._preload(lang)
+            return False
+        return await asyncio.get_running_loop().run_in_executor(None, paraphrase.confident, cached, query, lang,
+                                                                cosine, g.reworded_bar_en, g.reworded_bar_zh)
+
+    def _preload(self, lang: str) -> None:
+        if lang in self._loading:
+            return
+        self._loading.add(lang)
+        loop = asyncio.get_running_loop()
+        self._spawn(loop.run_in_executor(None, structure.load, lang))
+        if lang == "en":
+            self._spawn(loop.run_in_executor(None, paraphrase.load))

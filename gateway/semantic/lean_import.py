@@ -1,0 +1,43 @@
+"""Importing a library without the optional integrations it pulls in on its own.
+
+LemmInflect's package imports spaCy, only to register spaCy token extensions the guard never uses; spaCy
+imports thinc, and thinc imports torch whenever torch is installed (the `[st]` extra), only to offer
+PyTorch-wrapped layers that the packaged English pipeline does not have. Together that is ~380 MB of
+memory the semantic layer would hold for nothing. `without(...)` hides the named modules from the
+import system for the calling thread only, for the duration of the block, so a library's optional
+`try: import x` falls back as it would where x is not installed; other threads are never affected,
+and a module that is already imported is not hidden (its integration then registers as it would).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class _Hide(importlib.abc.MetaPathFinder):
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.thread = threading.get_ident()
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
+        if threading.get_ident() == self.thread and fullname.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"{fullname} is hidden here", name=fullname)
+        return None
+
+
+@contextmanager
+def without(*names: str) -> Iterator[None]:
+    hidden = frozenset(n for n in names if n not in sys.modules)
+    if not hidden:
+        yield
+        return
+    finder = _Hide(hidden)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)

@@ -1,0 +1,42 @@
+"""The stage's off-loop checks: loaded at start, careful while a part is missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gateway.semantic import paraphrase, structure
+from gateway.semantic.checks import OffLoopChecks
+from gateway.semantic.guard import GuardParams
+
+LANG_Q = "How do I change the language of the mobile app?"
+LANG_R = "The mobile app is in the wrong language, how can I change it?"
+
+
+async def test_loaded_checks_answer_from_the_parse_and_the_model() -> None:
+    spawned: list[Any] = []
+    checks = OffLoopChecks(GuardParams(), spawned.append)
+    await checks.load_all()
+    assert structure.ready("en") and structure.ready("zh") and paraphrase.ready()
+    assert await checks.confident(LANG_Q, LANG_R, "en", 0.9)
+    assert await checks.agree(LANG_Q, LANG_R, "en") is True
+    assert not await checks.roles_agree("Can I add my daughter to my phone plan?",
+                                        "Can my daughter add me to her phone plan?")
+    assert not await OffLoopChecks(GuardParams(reworded_bar_en=2.0), spawned.append).confident(
+        LANG_Q, LANG_R, "en", 0.9)  # above 1: evidence only
+    assert not spawned
+
+
+async def test_a_part_still_loading_gives_the_careful_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    spawned: list[Any] = []
+    checks = OffLoopChecks(GuardParams(), spawned.append)
+    daughter = ("Can I add my daughter to my phone plan?", "Can my daughter add me to her phone plan?")
+    for call, careful in ((checks.confident(LANG_Q, LANG_R, "en", 0.9), False),  # no confident hit meanwhile
+                          (checks.agree(LANG_Q, LANG_R, "en"), None),  # the evidence path waits
+                          (checks.roles_agree(*daughter), True)):  # the same-content lane as before
+        monkeypatch.setattr(structure, "_loaded", set())  # as if the start had not loaded the parsers
+        assert await call is careful
+    for task in spawned:
+        await task  # the one load it started in a worker thread
+    assert len(spawned) == 2  # the parser and the model, loaded once however often asked

@@ -1,0 +1,38 @@
+"""The structure checks: the main action and its object (reworded lane), and parties that changed
+places (same-content lane) — from spaCy's English parse and, for Chinese, persons and word order."""
+
+from __future__ import annotations
+
+from gateway.semantic import structure
+from gateway.semantic.guard import decide
+
+
+def test_action_and_object_must_agree() -> None:
+    assert structure.agree("How do I change the language of the mobile app?",
+                           "The mobile app is in the wrong language, how can I change it?", "en") is True
+    # the same action on another object, another action on the same object
+    assert structure.agree("I forgot my password, how do I reset it?", "How do I reset my username?", "en") is False
+    assert structure.agree("How do I cancel my gym membership?", "How do I freeze my gym membership?", "en") is False
+    assert structure.agree("怎么取消自动续费？", "自动续费扣款失败怎么办？", "zh") is False
+
+
+def test_phrasal_verbs_and_misread_roots() -> None:
+    verbs = structure.frame("How do I set up my voicemail?", "en")
+    assert verbs is not None and verbs.operation == "set up"
+    cost = structure.frame("How much does an extra checked bag cost on a flight?", "en")  # `cost` read as a noun
+    assert cost is not None and cost.operation == "cost"  # and `checked` (a modifier) is no action
+
+
+def test_parties_that_changed_places_are_caught_in_both_languages() -> None:
+    a, b = "Can I add my daughter to my phone plan?", "Can my daughter add me to her phone plan?"
+    assert decide(a, b, 0.98, 0.6).hit  # every word has its counterpart: the words alone cannot tell
+    assert structure.may_swap_roles(a, b) and structure.roles_agree(a, b, "en") is False
+    passive = ("Can I undo my edits after saving?", "Can my edits be undone by other editors after saving?")
+    assert structure.roles_agree(*passive, "en") is False  # another party does it
+    same = ("How do I export a report to PDF?", "In the app, how can I export a report to PDF?")
+    assert structure.roles_agree(*same, "en") is True
+    assert not structure.may_swap_roles("How do I reset my pasword?", "How do I reset my password?")  # no parse
+    persons = ("Do you wash the car for me?", "Do I have to wash the car for you?")  # same persons, moved
+    assert structure.may_swap_roles(*persons) and structure.roles_agree(*persons, "en") is False
+    assert decide("怎么把优惠券送给朋友？", "朋友怎么把优惠券送给我？", 0.97, 0.6).reason == "role_swap"
+    assert decide("怎么修改收货地址？", "收货地址怎么修改？", 0.97, 0.6).hit  # reordered, no party moved
