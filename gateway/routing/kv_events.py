@@ -111,9 +111,9 @@ class KVEventIndex:
                     parent = key
             elif kind == "BlockRemoved":
                 for h in ev.get("block_hashes") or []:
-                    key = held.by_hash.pop(_hashable(h), None)
-                    if key is not None:
-                        held.keys.discard(key)
+                    gone = held.by_hash.pop(_hashable(h), b"")
+                    if gone:
+                        held.keys.discard(gone)
             elif kind == "AllBlocksCleared":
                 held.by_hash.clear()
                 held.keys.clear()

@@ -95,6 +95,7 @@ class Router:
     async def _tokenize(self, req: RouteRequest, candidates: list[Replica]) -> list[int] | None:
         """The prompt's token ids from a replica's `/tokenize` (the model's own chat template), or None."""
         body = req.body
+        payload: dict[str, Any]
         if isinstance(body.get("messages"), list):
             payload = {k: body[k] for k in ("messages", "tools", "chat_template_kwargs") if k in body}
         elif isinstance(body.get("prompt"), str):
