@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.accounting.normalize import normalize, sniff_dialect
 
-# message_start usage of the streaming example (reference vendor-caching.md §2.3), then a cached call.
+# message_start usage of the streaming example, then a cached call.
 STREAM_START = {"input_tokens": 25, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
                 "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
                 "output_tokens": 1, "service_tier": "standard"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.accounting.normalize import normalize, sniff_dialect
 
-# usageMetadata with an explicit cache hit (reference vendor-caching.md §3.3/§3.5).
+# usageMetadata with an explicit cache hit.
 CACHED = {"promptTokenCount": 5210, "cachedContentTokenCount": 5000, "candidatesTokenCount": 40,
           "thoughtsTokenCount": 120, "totalTokenCount": 5370,
           "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 5210}],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.accounting.normalize import normalize, sniff_dialect
 
-# The prompt-caching guide's example (reference vendor-caching.md §1.1/§6): 2006 prompt, 1920 cached.
+# The prompt-caching guide's example: 2006 prompt, 1920 cached.
 GUIDE = {
     "prompt_tokens": 2006,
     "completion_tokens": 300,
@@ -13,7 +13,7 @@ GUIDE = {
     "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0,
                                   "rejected_prediction_tokens": 0},
 }
-# A recorded 2024 stream's final chunk usage (§1.4): no prompt details at all.
+# A recorded 2024 stream's final chunk usage: no prompt details at all.
 RECORDED_STREAM = {"prompt_tokens": 79, "completion_tokens": 11, "total_tokens": 90,
                    "completion_tokens_details": {"reasoning_tokens": 0}}
 # GPT-5.6 regime: writes reported in cache_write_tokens, reasoning inside completion_tokens.

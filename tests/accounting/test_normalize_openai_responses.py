@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.accounting.normalize import normalize, sniff_dialect
 
-# ResponseUsage as the 3.57 SDK types it (reference vendor-caching.md §1.3).
+# ResponseUsage as the 3.57 SDK types it.
 CLASSIC = {"input_tokens": 2006, "input_tokens_details": {"cached_tokens": 1920, "cache_write_tokens": 0},
            "output_tokens": 120, "output_tokens_details": {"reasoning_tokens": 64}, "total_tokens": 2126}
 WRITES = {"input_tokens": 9000,

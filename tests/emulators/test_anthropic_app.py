@@ -1,5 +1,5 @@
 """The Anthropic emulator driven by the official `anthropic` SDK (2.14.0): messages stream and not,
-cache_control breakpoints, TTLs, the 20-block lookback, usage fields, auth styles, errors (§2)."""
+cache_control breakpoints, TTLs, the 20-block lookback, usage fields, auth styles, errors."""
 
 from __future__ import annotations
 

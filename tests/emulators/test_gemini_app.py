@@ -1,6 +1,6 @@
 """The Gemini emulator driven by the official `google-genai` SDK (3.6.1): generateContent and
 streamGenerateContent under v1 and v1beta, implicit caching, the cachedContents lifecycle with its 400/403
-cases, usageMetadata, auth (§3)."""
+cases, usageMetadata, auth."""
 
 from __future__ import annotations
 

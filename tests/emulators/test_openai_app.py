@@ -1,5 +1,5 @@
 """The OpenAI emulator driven by the official `openai` SDK (3.57.0) over loopback HTTP: Chat Completions,
-Responses, embeddings, models; the prompt-caching rules of vendor-caching.md §1."""
+Responses, embeddings, models; the prompt-caching rules of OpenAI's guide."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""vLLM's prefix-cache bookkeeping (cache-aware-routing.md §3.2-3.3), unit level."""
+"""vLLM's prefix-cache bookkeeping, unit level."""
 
 from __future__ import annotations
 
