@@ -24,12 +24,22 @@ class RoutingParams(BaseModel):
 
     # ---- cache_aware choice ----
     cache_threshold: float = Field(0.3, ge=0, le=1)  # prefix share below which a decision is `least_loaded`
-    w_load: float = Field(1.25, ge=0)  # weight of (load − min load) / (mean load + 1) against the uncached share
+    # Weight of the prefill work this gateway has in flight on a replica beyond the least such (predicted
+    # uncached bytes of its requests there), as a share of this prompt, against the uncached share.
+    w_pending: float = Field(0.5, ge=0)
+    w_load: float = Field(0.5, ge=0)  # weight of (load − min load) / (mean load + 1) against the uncached share
     w_kv: float = Field(0.25, ge=0)  # weight of (kv_cache_usage_perc − the lowest one)
     # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`
     # AND is at least `balance_rel` × that least load (SGLang's two conditions, applied per replica).
-    balance_abs: float = Field(6, ge=0)
+    balance_abs: float = Field(8, ge=0)
     balance_rel: float = Field(1.5, ge=1)
+
+    # ---- KV events (precise mode, kv_events.py): vLLM's ZMQ stream of the blocks each replica holds ----
+    # Endpoints per replica (name host:port -> "tcp://host:5557"), or `kv_events_port` on each replica's host
+    # (a pod's --kv-events-config endpoint). Neither: the prediction alone.
+    kv_events_endpoints: dict[str, str] = Field(default_factory=dict)
+    kv_events_port: int | None = Field(None, ge=1, le=65535)
+    kv_events_stale_s: float = Field(2.0, gt=0)  # a request placed this long without a batch: stream stopped
 
     # ---- session affinity ----
     session_affinity: bool = True

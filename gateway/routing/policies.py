@@ -29,6 +29,11 @@ class RouteRequest:
     session: str | None  # affinity key (sessions.session_key); None only for an empty body
     _keys: list[bytes] | None = field(default=None, repr=False)
     size: int = 0  # bytes of the rendered request (known once `keys()` ran)
+    # Matched share of the prompt per replica from KV events (kv_events.py), for replicas whose stream is
+    # live; the others are scored by the prediction.
+    event_share: dict[str, float] | None = None
+    tokens: list[int] | None = None  # the prompt's token ids as a replica's /tokenize gave them (event mode)
+    pending: int = 0  # predicted uncached bytes on the chosen replica (set by cache_aware)
 
     def keys(self, params: RoutingParams) -> list[bytes]:
         """The request's chained chunk keys (computed once)."""
@@ -155,23 +160,30 @@ class CacheAware(Policy):
         keys = req.keys(p)
         total = len(keys)
         matched = self.index.match(keys, (r.name for r in candidates)) if total else {}
+        shares = {r.name: matched.get(r.name, 0) / total if total else 0.0 for r in candidates}
+        if req.event_share:
+            shares.update(req.event_share)
         low = min(r.load for r in allowed)
         mean = sum(r.load for r in allowed) / len(allowed)
         kv_low = min(r.kv_usage for r in allowed)
+        pend_low = min(r.pending_bytes for r in allowed)
+        size = max(req.size, 1)
         tie = req.session or ""
 
         def cost(r: Replica) -> tuple[float, float, float, float, int]:
-            uncached = 1.0 - matched.get(r.name, 0) / total if total else 0.0
-            busier = p.w_load * (r.load - low) / (mean + 1.0) + p.w_kv * (r.kv_usage - kv_low)
+            uncached = 1.0 - shares[r.name] if total or req.event_share else 0.0
+            busier = (p.w_pending * (r.pending_bytes - pend_low) / size + p.w_load * (r.load - low) / (mean + 1.0)
+                      + p.w_kv * (r.kv_usage - kv_low))
             return (round(uncached + busier, 9), r.load, r.kv_usage, self.index.occupancy(r.name),
                     -rendezvous(tie, r.name))
 
         choice = min(allowed, key=cost)
-        share = matched.get(choice.name, 0) / total if total else 0.0
-        best = max(candidates, key=lambda r: matched.get(r.name, 0)) if total else None
-        if bound is not None or (best is not None and best.name in over and matched[best.name] > matched[choice.name]):
+        share = shares[choice.name]
+        req.pending = int((1.0 - share) * req.size)
+        best = max(candidates, key=lambda r: shares[r.name])
+        if bound is not None or (best.name in over and shares[best.name] > share):
             return choice, "load_guard"
-        return choice, ("prefix" if total and share >= p.cache_threshold else "least_loaded")
+        return choice, ("prefix" if (total or req.event_share) and share >= p.cache_threshold else "least_loaded")
 
     def placed(self, req: RouteRequest, replica: Replica) -> None:
         keys = req.keys(self.params)

@@ -53,10 +53,12 @@ class Replica:
     fail_streak: int = 0  # consecutive 5xx answers
     check_failures: int = 0  # consecutive failed /health checks
     inflight: int = 0  # this gateway's requests on it now
+    pending_bytes: int = 0  # their predicted uncached prompt bytes: the prefill work this gateway put there
     foreign: float = 0.0  # requests from elsewhere (other gateways) at the last scrape
     kv_usage: float = 0.0
     stats: ReplicaStats | None = None
     dynamic: bool = False  # came from a DNS entry
+    engine: str = "vllm"  # "vllm" | "sglang", from the metric names its /metrics page uses
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -326,6 +328,7 @@ class ReplicaPool:
         # Requests the replica runs or queues that this gateway did not send: other gateways' load.
         replica.foreign = max(0.0, stats.running + stats.waiting - replica.inflight)
         replica.kv_usage = stats.kv_usage or 0.0
+        replica.engine = stats.engine
         restarted = prev is not None and prev.queries is not None and (stats.queries or 0) < prev.queries
         if restarted:  # a counter went back: the replica restarted, its cache is empty
             self._reset(replica)

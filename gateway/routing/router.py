@@ -15,14 +15,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
 
 from gateway.config import RoutingConfig
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import ROUTE_DECISIONS
 from gateway.pipeline import Hit, Stage
+from gateway.routing.kv_events import KVEventIndex, KVEventSubscriber
 from gateway.routing.params import RoutingParams
-from gateway.routing.policies import Policy, RouteRequest, make_policy
+from gateway.routing.policies import CacheAware, Policy, RouteRequest, make_policy
 from gateway.routing.pool import Replica, ReplicaPool
 from gateway.routing.sessions import SessionTable, session_key
 from gateway.stores.base import KVStore
@@ -35,6 +39,7 @@ class Decision:
     replica: Replica
     reason: str
     session: str | None
+    pending: int = 0  # predicted uncached prompt bytes it adds to the replica's prefill work
 
 
 @dataclass(slots=True)
@@ -44,6 +49,7 @@ class RouteState:
     request: RouteRequest
     current: Replica | None
     tried: set[str] = field(default_factory=set)
+    pending: int = 0
 
 
 class Router:
@@ -59,12 +65,54 @@ class Router:
         self.sessions = SessionTable(store, pool.name, self.params.session_ttl, self.params.local_sessions)
         pool.on_reset(lambda r: self.policy.reset(r.name))
         pool.on_stats(lambda r, prev, stats: self.policy.observe(r.name, prev, stats))
+        self.kv_events: KVEventIndex | None = None
+        self._subscriber: KVEventSubscriber | None = None
+        if isinstance(self.policy, CacheAware) and (self.params.kv_events_endpoints or self.params.kv_events_port):
+            self.kv_events = KVEventIndex(self.params.kv_events_stale_s)
+            self._subscriber = KVEventSubscriber(self.kv_events, self._event_endpoints)
+
+    def _event_endpoints(self) -> dict[str, str]:
+        explicit, port = self.params.kv_events_endpoints, self.params.kv_events_port
+        out = {}
+        for name, replica in self.pool.replicas.items():
+            if name in explicit:
+                out[name] = explicit[name]
+            elif port is not None:
+                host = urlsplit(replica.url).hostname or ""
+                out[name] = f"tcp://[{host}]:{port}" if ":" in host else f"tcp://{host}:{port}"
+        return out
 
     async def start(self) -> None:
         await self.pool.start()
+        if self._subscriber is not None:
+            await self._subscriber.start()
 
     async def stop(self) -> None:
+        if self._subscriber is not None:
+            await self._subscriber.stop()
         await self.pool.stop()
+
+    async def _tokenize(self, req: RouteRequest, candidates: list[Replica]) -> list[int] | None:
+        """The prompt's token ids from a replica's `/tokenize` (the model's own chat template), or None."""
+        body = req.body
+        payload: dict[str, Any]
+        if isinstance(body.get("messages"), list):
+            payload = {k: body[k] for k in ("messages", "tools", "chat_template_kwargs") if k in body}
+        elif isinstance(body.get("prompt"), str):
+            payload = {"prompt": body["prompt"]}
+        else:
+            return None
+        payload["model"] = req.model
+        try:
+            async with self.pool.session.post(candidates[0].url + "/tokenize", json=payload,
+                                              timeout=aiohttp.ClientTimeout(total=self.params.probe_timeout)) as r:
+                if r.status != 200:
+                    return None
+                data = await r.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError):
+            return None
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        return [int(t) for t in tokens] if isinstance(tokens, list) else None
 
     # ---- decisions ----
     async def choose(self, body: dict[str, Any], session: str | None = None,
@@ -85,6 +133,14 @@ class Router:
         if not candidates:
             raise GatewayError(503, f"No healthy vLLM replica can serve `{req.model or 'this model'}` right now.")
         policy = self.policy
+        if self.kv_events is not None:
+            names = [r.name for r in candidates]
+            if any(self.kv_events.fresh(n) for n in names):
+                if req.tokens is None:
+                    req.tokens = await self._tokenize(req, candidates)
+                req.event_share = self.kv_events.shares(req.tokens, names) if req.tokens else None
+            else:
+                req.event_share = None
         bound_name: str | None = None
         bound: Replica | None = None
         if policy.sticky and self.params.session_affinity and req.session:
@@ -94,6 +150,8 @@ class Router:
         if reason is None and bound_name is not None and bound is None and replica.name != bound_name:
             reason = "failover"  # the session's replica is gone or excluded: the session moves
         policy.placed(req, replica)
+        if self.kv_events is not None:
+            self.kv_events.placed(replica.name)
         if policy.sticky and self.params.session_affinity and req.session:
             if replica.name != bound_name:
                 await self.sessions.bind(req.session, replica.name)
@@ -101,14 +159,17 @@ class Router:
                 await self.sessions.touch(req.session, replica.name)
         reason = reason or why
         ROUTE_DECISIONS.labels(self.pool.name, replica.name, reason).inc()
-        return Decision(replica, reason, req.session)
+        return Decision(replica, reason, req.session, req.pending)
 
     # ---- in-flight accounting and passive health ----
-    def begin(self, replica: Replica) -> None:
+    def begin(self, replica: Replica, pending: int = 0) -> None:
         replica.inflight += 1
+        replica.pending_bytes += pending
 
-    def end(self, replica: Replica, ok: bool, status: int | None = None, connect_error: bool = False) -> None:
+    def end(self, replica: Replica, ok: bool, status: int | None = None, connect_error: bool = False,
+            pending: int = 0) -> None:
         replica.inflight = max(0, replica.inflight - 1)
+        replica.pending_bytes = max(0, replica.pending_bytes - pending)
         self.pool.record(replica, ok, status, connect_error)
 
     # ---- the pipeline's view ----
@@ -133,7 +194,7 @@ class Router:
         failed = state.current
         if failed is not None:
             state.tried.add(failed.name)
-            self.end(failed, ok=False, status=status, connect_error=status is None)
+            self.end(failed, ok=False, status=status, connect_error=status is None, pending=state.pending)
             state.current = None
         try:
             decision = await self.decide(state.request, exclude=state.tried, reason="failover")
@@ -151,17 +212,19 @@ class Router:
         if state is None or state.current is None:
             return
         replica, state.current = state.current, None
-        self.end(replica, ok=ctx.status < 500, status=ctx.status)
+        self.end(replica, ok=ctx.status < 500, status=ctx.status, pending=state.pending)
 
     def _point(self, ctx: RequestContext, state: RouteState, decision: Decision) -> None:
         replica = decision.replica
         state.current = replica
         state.tried.add(replica.name)
-        self.begin(replica)
+        state.pending = decision.pending
+        self.begin(replica, decision.pending)
         ctx.upstream_base_url = replica.base_url
         ctx.replica = replica.name
         ctx.record["replica"] = replica.name
         ctx.record["route_reason"] = decision.reason
+        ctx.record["engine"] = replica.engine
 
 
 class RouteStage(Stage):

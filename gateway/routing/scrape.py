@@ -1,4 +1,4 @@
-"""Reading the few vLLM metrics routing needs out of a replica's `/metrics` page.
+"""Reading the few vLLM (or SGLang) metrics routing needs out of a replica's `/metrics` page.
 
 vLLM's page is large (histograms per model and engine); only a handful of families matter here, so
 lines are filtered by name first and only those go through prometheus_client's parser, which keeps
@@ -19,7 +19,17 @@ _QUERIES = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_to
 _HITS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
 _PROMPT = "vllm:prompt_tokens_total"
 _CONFIG = "vllm:cache_config_info"
-_WANTED = (_RUNNING, _WAITING, *_KV, *_QUERIES, *_HITS, _PROMPT, _CONFIG)
+# SGLang (`--enable-metrics`): the same signals under its own names. Its prefix-cache counters are prompt
+# tokens (`sglang:prompt_tokens_total`) and cached prompt tokens (`sglang:cached_tokens_total`); the KV pool
+# is `sglang:max_total_num_tokens` tokens; `sglang:token_usage` is the share of it in use.
+_SGL_RUNNING = "sglang:num_running_reqs"
+_SGL_WAITING = "sglang:num_queue_reqs"
+_SGL_USAGE = "sglang:token_usage"
+_SGL_PROMPT = "sglang:prompt_tokens_total"
+_SGL_CACHED = "sglang:cached_tokens_total"
+_SGL_POOL = "sglang:max_total_num_tokens"
+_SGLANG = (_SGL_RUNNING, _SGL_WAITING, _SGL_USAGE, _SGL_PROMPT, _SGL_CACHED, _SGL_POOL)
+_WANTED = (_RUNNING, _WAITING, *_KV, *_QUERIES, *_HITS, _PROMPT, _CONFIG, *_SGLANG)
 
 
 @dataclass(slots=True)
@@ -31,6 +41,7 @@ class ReplicaStats:
     hits: float | None = None  # prefix-cache tokens hit (counter)
     kv_tokens: int | None = None  # num_gpu_blocks × block_size, from vllm:cache_config_info
     prompt_tokens: float | None = None  # prompt tokens processed (counter): calibrates bytes per token
+    engine: str = "vllm"  # "vllm" | "sglang": whose metric names the page had
 
 
 def parse_metrics(text: str) -> ReplicaStats:
@@ -46,10 +57,20 @@ def parse_metrics(text: str) -> ReplicaStats:
                 except (KeyError, ValueError):
                     continue
                 stats.kv_tokens = max(stats.kv_tokens or 0, tokens) or None
-            elif name in _KV:
+            elif name in _KV or name in (_SGL_USAGE, _SGL_POOL):
                 values[name] = max(values.get(name, 0.0), sample.value)  # several engines: the fullest
             else:
                 values[name] = values.get(name, 0.0) + sample.value  # several models/engines: the sum
+    if _SGL_RUNNING in values or _SGL_PROMPT in values:
+        stats.engine = "sglang"
+        stats.running = values.get(_SGL_RUNNING, 0.0)
+        stats.waiting = values.get(_SGL_WAITING, 0.0)
+        stats.kv_usage = values.get(_SGL_USAGE)
+        stats.queries = values.get(_SGL_PROMPT)
+        stats.hits = values.get(_SGL_CACHED)
+        stats.prompt_tokens = values.get(_SGL_PROMPT)
+        stats.kv_tokens = int(values[_SGL_POOL]) if values.get(_SGL_POOL) else None
+        return stats
     stats.running = values.get(_RUNNING, 0.0)
     stats.waiting = values.get(_WAITING, 0.0)
     stats.kv_usage = _first(values, _KV)

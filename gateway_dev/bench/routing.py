@@ -36,10 +36,13 @@ from typing import Any
 import aiohttp
 import orjson
 
+from gateway_dev.bench.routing_peers import PINS, PeerTarget, ensure_venv
+from gateway_dev.bench.routing_report import report
 from gateway_dev.bench.routing_workloads import Workload, make_workloads
 
 MODEL = "Qwen/Qwen3-8B"
 POLICIES = ("cache_aware", "round_robin", "least_loaded", "consistent_hash")
+EVENTS = "cache_aware+events"  # cache_aware scoring replicas by their KV events (the replicas publish them)
 BOUND = "bound"
 
 
@@ -114,14 +117,15 @@ class DirectTarget:
         from gateway.routing.sessions import session_key
 
         router = self.router
-        replica = (await router.decide(router.request(body, session_key(body)))).replica
-        router.begin(replica)
+        decision = await router.decide(router.request(body, session_key(body)))
+        replica = decision.replica
+        router.begin(replica, decision.pending)
         try:
             status, text, first = await _send(self.http, replica.base_url, body, out)
         except aiohttp.ClientError as exc:
             _failed(exc)
             status, text, first = 599, "", 0.0
-        router.end(replica, ok=status == 200, status=status)
+        router.end(replica, ok=status == 200, status=status, pending=decision.pending)
         return status, text, first
 
 
@@ -200,14 +204,29 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                   concurrency: int, params: dict[str, Any], via_gateway: bool, folder: Path) -> Result:
     from gateway.config import RoutingConfig
 
-    for url in urls:  # empty caches and zeroed counters: every policy starts cold
-        async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
-            resp.raise_for_status()
-    routing = RoutingConfig(policy=policy if policy != BOUND else "round_robin", health_interval=1.0,
+    routing = RoutingConfig(policy=policy if policy in POLICIES else "cache_aware" if policy == EVENTS
+                            else "round_robin", health_interval=1.0,
                             metrics_interval=0.5, params=params)
-    target: DirectTarget | GatewayTarget = (GatewayTarget(http, urls, routing, folder / policy) if via_gateway
-                                            else DirectTarget(http, urls, routing))
+    target: DirectTarget | GatewayTarget | PeerTarget
+    if policy in PINS:
+        target = PeerTarget(http, policy, urls)
+    elif via_gateway:
+        target = GatewayTarget(http, urls, routing, folder / policy)
+    else:
+        target = DirectTarget(http, urls, routing)
+    async def reset() -> None:
+        for url in urls:  # empty caches and zeroed counters: every policy starts cold
+            async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
+                resp.raise_for_status()
+
+    # Reset first (emptying the bound replica's huge KV takes its event loop a moment, which our pool's health
+    # checks would see), then start; a peer router's readiness probe is a request, so reset again after it.
+    await reset()
     await target.start()
+    if isinstance(target, PeerTarget):
+        await reset()
+    if policy == EVENTS:  # the router's SUB sockets connect before the first batch (seq 0 after the reset)
+        await asyncio.sleep(1.0)
     decided = _decisions()
     queue = list(reversed(wl.sessions))
     one_offs = list(reversed(wl.one_offs))
@@ -244,17 +263,27 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                                 {"role": "user", "content": session.followups[turn]}]
 
     start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    while one_offs:  # whatever the sessions did not pace out
-        side.append(asyncio.create_task(send(one_offs.pop().messages)))
-    await asyncio.gather(*side)
-    wall = time.perf_counter() - start
+    try:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        while one_offs:  # whatever the sessions did not pace out
+            side.append(asyncio.create_task(send(one_offs.pop().messages)))
+        await asyncio.gather(*side)
+    finally:  # interrupted too: a peer router's process must not outlive the run
+        wall = time.perf_counter() - start
+        await target.stop()
     reasons = _decisions() - decided
     if errors.pop("599", 0):
         errors.update(_CLIENT_ERRORS)
-    await target.stop()
     hits, queries, served = await _replica_counts(http, urls)
     return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons)
+
+
+async def warm_up(http: aiohttp.ClientSession, urls: list[str], n: int = 16) -> None:
+    """A few requests on every replica before the first measured run: whichever policy ran first would
+    otherwise pay the emulator processes' first-use costs (run order is not a policy's merit)."""
+    body = {"model": MODEL, "stream": True, "max_tokens": 4,
+            "messages": [{"role": "user", "content": "warm up " * 200}]}
+    await asyncio.gather(*(_send(http, url + "/v1", body, 4) for url in urls for _ in range(n)))
 
 
 # ---- replicas -----------------------------------------------------------------------------------------
@@ -262,11 +291,12 @@ class Replicas:
     """Two emulator subprocesses (`python -m gateway_dev.emulators`): `n` replicas with limited KV, and one
     replica with unlimited KV for the upper bound."""
 
-    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str) -> None:
+    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str, shared_prefill: bool = True) -> None:
         from gateway_dev.emulators.process import EmulatorProcess
 
+        shared = ["--shared-prefill", "--kv-events"] if shared_prefill else ["--kv-events"]
         self.limited = EmulatorProcess(vllm_replicas=n, latency=latency, extra_args=[
-            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL])
+            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL, *shared])
         self.unlimited = EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
             "--kv-capacity-blocks", str(4_000_000), "--max-num-seqs", "4096", "--model", MODEL])
 
@@ -274,6 +304,7 @@ class Replicas:
         self.limited.start()
         self.unlimited.start()
         self.urls = self.limited.vllm_urls
+        self.events = self.limited.kv_events_endpoints
         self.bound_url = self.unlimited.vllm_urls[0]
 
     def stop(self) -> None:
@@ -281,43 +312,15 @@ class Replicas:
         self.unlimited.stop()
 
 
-# ---- report ---------------------------------------------------------------------------------------------
-def report(wl: Workload, results: dict[str, Result], concurrency: int) -> tuple[list[str], dict[str, bool]]:
-    bound = results.get(BOUND)
-    rr = results.get("round_robin")
-    lines = [wl.title + f" ({wl.requests} requests, {concurrency} clients)",
-             f"  {'policy':<16}{'hit rate':>9}{'/bound':>8}{'TTFT p50':>10}{'TTFT p99':>10}{'req/s':>8}"
-             f"{'imbalance':>10}{'p50 vs rr':>10}{'errors':>7}"]
-    for name, r in results.items():
-        vs_bound = f"{r.hit_rate / bound.hit_rate:8.2f}" if bound and bound.hit_rate else f"{'-':>8}"
-        vs_rr = f"{rr.q(0.5) / r.q(0.5):9.2f}x" if rr and r.q(0.5) > 0 else f"{'-':>10}"
-        imbalance = f"{r.imbalance:10.2f}" if name != BOUND else f"{'-':>10}"
-        label = "bound*" if name == BOUND else name
-        lines.append(f"  {label:<16}{r.hit_rate:9.3f}{vs_bound}{r.q(0.5) * 1000:8.0f}ms{r.q(0.99) * 1000:8.0f}ms"
-                     f"{r.requests / r.wall:8.1f}{imbalance}{vs_rr}{sum(r.errors.values()):7d}")
-    checks: dict[str, bool] = {}
-    ca = results.get("cache_aware")
-    if ca is not None:
-        if bound is not None and wl.name in ("a", "b"):
-            checks[f"{wl.name}: hit rate >= 0.9 x bound"] = ca.hit_rate >= 0.9 * bound.hit_rate
-        if rr is not None:
-            checks[f"{wl.name}: TTFT p50 >= 2x better than round_robin"] = rr.q(0.5) >= 2 * ca.q(0.5)
-        checks[f"{wl.name}: imbalance <= 1.3"] = ca.imbalance <= 1.3
-    lines.append("  * bound: the same workload on one replica with unlimited KV (the best hit rate possible)")
-    for name, r in results.items():
-        if r.errors:
-            lines.append(f"  {name} failed requests by status: {dict(r.errors)}")
-    if "cache_aware" in results:
-        lines.append("  cache_aware decisions: " + ", ".join(
-            f"{k} {v}" for k, v in results["cache_aware"].reasons.most_common()))
-    return lines, checks
-
-
 async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
+    peers = [p for p in args.against.split(",") if p]
+    if peers:
+        await asyncio.to_thread(ensure_venv, peers)
     policies = [p for p in args.policies.split(",") if p]
+    policies = [policies[0], *peers, *policies[1:]] if policies else peers  # ours, the peers, the baselines
     workloads = make_workloads(args.scale, args.seed)
     chosen = [workloads[w] for w in args.workloads.split(",") if w]
-    replicas = Replicas(args.replicas, args.kv_blocks, args.max_num_seqs, args.latency)
+    replicas = Replicas(args.replicas, args.kv_blocks, args.max_num_seqs, args.latency, args.shared_prefill)
     out: dict[str, Any] = {}
     all_checks: dict[str, bool] = {}
     await asyncio.to_thread(replicas.start)
@@ -333,12 +336,16 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
             print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
                   f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
                   f"clients; {how}\n", flush=True)
+            await warm_up(http, [*replicas.urls, replicas.bound_url])
             for wl in chosen:
                 results: dict[str, Result] = {}
                 for policy in [*policies, BOUND]:
                     urls = [replicas.bound_url] if policy == BOUND else replicas.urls
-                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency,
-                                                    orjson.loads(args.params), args.via == "gateway", folder)
+                    params = orjson.loads(args.params)
+                    if policy == EVENTS:
+                        params["kv_events_endpoints"] = dict(zip((u[7:] for u in urls), replicas.events, strict=True))
+                    results[policy] = await run_one(http, urls, policy, wl, args.concurrency, params,
+                                                    args.via == "gateway", folder)
                 lines, checks = report(wl, results, args.concurrency)
                 print("\n".join(lines) + "\n", flush=True)
                 all_checks.update(checks)
@@ -347,13 +354,31 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                                     "per_replica": dict(r.per_replica), "reasons": dict(r.reasons),
                                     "errors": dict(r.errors)}
                                 for p, r in results.items()}
+            if args.failover:
+                from gateway_dev.bench import routing_failover
+
+                await asyncio.to_thread(replicas.stop)  # the failover runs start replicas of their own
+                wl = make_workloads(args.scale * 0.5, args.seed + 1)["a"]
+                failover = {name: await routing_failover.failover_one(
+                    http, name, wl, args.concurrency, orjson.loads(args.params), folder, args.latency)
+                    for name in ["cache_aware", *peers]}
+                print("\n".join(routing_failover.report(failover)) + "\n", flush=True)
+                out["failover"] = failover
+                all_checks["failover: 0 failed requests on replica loss"] = failover["cache_aware"]["failed"] == 0
     finally:
         await asyncio.to_thread(replicas.stop)
         scratch.cleanup()
+    errors = sum(sum(r["errors"].values()) for name, wl in out.items() if name != "failover" for r in wl.values())
+    if not args.targets:
+        # A smoke-sized run is too short for its targets to mean anything: it reports, claims nothing.
+        print("  targets not checked (--no-targets: a smoke run; the full-size run checks them)")
+        all_checks = {}
     for name, ok in all_checks.items():
         print(f"  [{'PASS' if ok else 'FAIL'}] cache_aware {name}")
-    figures.update(results=out, checks=all_checks)
-    return 0 if all(all_checks.values()) else 1
+    if errors:
+        print(f"  [FAIL] {errors} failed requests")
+    figures.update(results=out, checks=all_checks, targets_checked=args.targets)
+    return 0 if all(all_checks.values()) and not errors else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,6 +386,12 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workloads", default="a,b,c")
     p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--against", default="", help="peer routers run in the same job: sglang-router,vllm-router "
+                   "(installed at pinned versions into .bench-venv-routers/)")
+    p.add_argument("--failover", action="store_true",
+                   help="also kill one of 3 replicas mid-run under ours and each peer; count failed requests")
+    p.add_argument("--no-shared-prefill", dest="shared_prefill", action="store_false",
+                   help="replicas prefill concurrent requests as if each were alone (no load cost beyond queueing)")
     p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
     p.add_argument("--concurrency", type=int, default=24)
     p.add_argument("--replicas", type=int, default=4)
@@ -372,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", default=None, help="also write the figures to this file")
+    p.add_argument("--no-targets", dest="targets", action="store_false",
+                   help="report the figures without checking the targets (smoke runs at small --scale)")
     args = p.parse_args(argv)
     figures: dict[str, Any] = {}
     code = asyncio.run(bench(args, figures))

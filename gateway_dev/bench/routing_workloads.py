@@ -70,7 +70,17 @@ def make_workloads(scale: float, seed: int) -> dict[str, Workload]:
     session_requests = sum(1 + len(s.followups) for s in c_sessions)
     one_offs = [Session([{"role": "user", "content": w.text(rng.randint(1000, 3000))}])
                 for _ in range(session_requests // 4)]  # one per 4 session requests: 20% of all requests
+    tenants, per_tenant = 6, max(2, round(8 * scale))
+    d: list[Session] = []
+    for t in range(tenants):  # each tenant's agent: its own long system prompt and tool list
+        system = f"Tenant {t} agent. Tools: " + ", ".join(f"tool_{t}_{k}" for k in range(12)) + ". " + w.text(2500)
+        d += [Session([{"role": "system", "content": system}, {"role": "user", "content": "Task: " + w.text(200)}],
+                      ["Tool result: " + w.text(rng.randint(200, 600)) for _ in range(rng.randint(4, 16) - 1)])
+              for _ in range(per_tenant)]
+    rng.shuffle(d)  # the tenants' sessions arrive interleaved
     return {
+        "d": Workload("d", f"(d) multi-tenant agents: {tenants} tenants x {per_tenant} sessions of 4-16 turns, "
+                           "2500-token system prompt per tenant", d, 24),
         "a": Workload("a", f"(a) agent sessions: {len(a)} sessions of 5-30 turns", a, 24),
         "b": Workload("b", f"(b) generated shared prefix: {groups} groups x {per_group} prompts, "
                            "1500-token system prompt, 100-token question", b, 24),

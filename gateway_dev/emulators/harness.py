@@ -31,6 +31,7 @@ from gateway_dev.emulators.clock import Clock
 from gateway_dev.emulators.faults import Faults
 from gateway_dev.emulators.latency import LatencyModel, parse_latency
 from gateway_dev.emulators.platform_app import PlatformEmulators
+from gateway_dev.emulators.sglang_app import SGLangReplica
 from gateway_dev.emulators.tokens import get_tokenizer
 from gateway_dev.emulators.vendor import VendorEmulators
 from gateway_dev.emulators.vllm_app import VLLMConfig, VLLMReplica
@@ -78,7 +79,10 @@ class EmulatorSet:
         configs = vllm_configs or [_copy(vllm) for _ in range(vllm_replicas)]
         self.faults = Faults(len(configs))
         self.vendors = VendorEmulators(self.state, self.faults)
-        self.replicas = [VLLMReplica(self.state, self.faults.vllm[i], c, index=i) for i, c in enumerate(configs)]
+        # Engine replicas, each of its config's engine (vLLM or SGLang); `vllm_urls` lists them all, in order.
+        self.replicas = [(SGLangReplica if c.engine == "sglang" else VLLMReplica)(self.state, self.faults.vllm[i], c,
+                                                                                   index=i)
+                         for i, c in enumerate(configs)]
         # Azure OpenAI, Vertex AI and Bedrock on a port of their own (another host each in production).
         self.platforms = PlatformEmulators(self.state)
         self._platform_port = platform_port
@@ -155,6 +159,10 @@ class EmulatorSet:
     @property
     def vllm_urls(self) -> list[str]:
         return [f"http://{self.host}:{p}" for p in self.vllm_ports]
+
+    @property
+    def sglang_urls(self) -> list[str]:
+        return [u for u, r in zip(self.vllm_urls, self.replicas, strict=True) if r.config.engine == "sglang"]
 
     @property
     def vllm_ports(self) -> list[int]:
@@ -238,6 +246,9 @@ class EmulatorSet:
         for s in servers:
             self._shutdown(s, abrupt=False)
         self._loop.call_soon_threadsafe(self._loop.stop)
+        for replica in self.replicas:
+            if replica.events is not None:
+                replica.events.close()
         self._thread.join(timeout=10)
         self._loop.close()
         self._thread = self._loop = None
@@ -262,6 +273,8 @@ class EmulatorSet:
         return {"vendor_url": self.vendor_url, "openai_base_url": self.openai_base_url,
                 "anthropic_base_url": self.anthropic_base_url, "gemini_base_url": self.gemini_base_url,
                 "deepseek_base_url": self.deepseek_base_url, "vllm_urls": self.vllm_urls,
+                "sglang_urls": self.sglang_urls,
+                "kv_events_endpoints": [r.kv_events_endpoint for r in self.replicas],
                 "platform_url": self.platform_url}
 
 

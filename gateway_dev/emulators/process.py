@@ -81,7 +81,16 @@ class EmulatorProcess:
 
     @property
     def vllm_urls(self) -> list[str]:
+        """Every engine replica (vLLM first, then SGLang)."""
         return list(self.info["vllm_urls"])
+
+    @property
+    def kv_events_endpoints(self) -> list[str | None]:
+        return list(self.info.get("kv_events_endpoints", []))
+
+    @property
+    def sglang_urls(self) -> list[str]:
+        return list(self.info.get("sglang_urls", []))
 
     # -- control --------------------------------------------------------------------------------------
     def _post(self, path: str, body: dict[str, Any], root: str | None = None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -53,6 +54,15 @@ class VLLMConfig:
     max_num_seqs: int = 256
     max_model_len: int = 32768
     api_key: str | None = None  # vLLM's --api-key; None: no auth, like a default vLLM
+    engine: str = "vllm"  # "vllm" | "sglang" (sglang_app.py: radix-tree cache, SGLang's surface and metrics)
+    # The replica's prefill compute is one shared lane: uncached prompt tokens of concurrent requests are
+    # computed one request after another (a GPU has one set of SMs), so a busy replica's TTFT grows with its
+    # load. Off: every request prefills as if alone (only `max_num_seqs` queueing costs).
+    shared_prefill: bool = False
+    enable_cache_report: bool = False  # SGLang's --enable-cache-report (vLLM always reports cached_tokens)
+    # vLLM's --kv-events-config with the zmq publisher: KV events on a PUB socket (kv_events.py) bound to this
+    # endpoint ("tcp://127.0.0.1:*": a free port, see `VLLMReplica.kv_events_endpoint`). None: no events.
+    kv_events: str | None = None
 
 
 # The hot path skips pydantic: the top-level fields it reads are checked against the exact JSON types it can
@@ -103,12 +113,42 @@ class VLLMReplica:
         self.state, self.faults, self.index = state, faults, index
         self.config = config or VLLMConfig()
         self.name = f"vllm{index}"
-        self.kv = KVCacheManager(self.config.kv_capacity_blocks, self.config.block_size)
+        self.kv = self._new_cache()
         self.max_model_len = min(self.config.max_model_len, self.config.kv_capacity_blocks * self.config.block_size)
+        self._lane = 0.0  # when the shared prefill lane is next free (monotonic seconds)
         self.running = 0
         self.waiting: deque[_Seq] = deque()
-        self.metrics = ReplicaMetrics(self)
+        self.metrics = self._new_metrics()
+        self.events: Any = None
+        if self.config.kv_events and self.config.engine == "vllm":
+            from gateway_dev.emulators.kv_events import KVEventPublisher
+
+            self.events = KVEventPublisher(self.config.kv_events)
+            self.kv.sink = self.events.add
         self.app = self._build_app()
+
+    @property
+    def kv_events_endpoint(self) -> str | None:
+        return self.events.endpoint if self.events is not None else None
+
+    def _new_cache(self) -> Any:
+        return KVCacheManager(self.config.kv_capacity_blocks, self.config.block_size)
+
+    def _new_seq(self, prompt: list[int], body: dict[str, Any], n_out: int) -> _Seq:
+        return _Seq(prompt, self.kv.block_hashes(prompt, body.get("cache_salt")),
+                    self.kv.blocks_needed(len(prompt) + n_out))
+
+    def _report_cached(self, usage: dict[str, Any], seq: _Seq) -> None:
+        usage["prompt_tokens_details"]["cached_tokens"] = seq.hit_tokens
+
+    async def _prefill_wait(self, latency: Any, uncached: int, cached: int) -> None:
+        if not self.config.shared_prefill:
+            await pause(latency.ttft(uncached, cached))
+            return
+        now = time.monotonic()
+        start = max(now, self._lane)
+        self._lane = start + uncached * latency.prefill_per_token_s
+        await pause(self._lane - now + latency.ttft(0, cached))
 
     # -- scheduler ------------------------------------------------------------------------------------
     def _try_admit(self, seq: _Seq) -> bool:
@@ -117,9 +157,11 @@ class VLLMReplica:
         hit = self.kv.hit_blocks(seq.hashes, len(seq.prompt))
         if not self.kv.can_allocate(seq.hashes, hit, seq.total_blocks):
             return False
-        seq.blocks = self.kv.allocate(seq.hashes, hit, seq.total_blocks, len(seq.prompt))
+        seq.blocks = self.kv.allocate(seq.hashes, hit, seq.total_blocks, len(seq.prompt), seq.prompt)
         seq.hit_tokens = hit * self.config.block_size
         self.running += 1
+        if self.events is not None:
+            self.events.flush()
         return True
 
     async def admit(self, seq: _Seq) -> None:
@@ -142,8 +184,11 @@ class VLLMReplica:
             start = len(seq.prompt) // self.config.block_size
             parent = seq.hashes[start - 1] if start else 0
             hashes = self.kv.block_hashes(full, parent=parent, start_block=start)
-            self.kv.cache_full_blocks(seq.blocks[start:], hashes)
+            self.kv.cache_full_blocks(seq.blocks[start:], hashes, parent or None,
+                                      full[start * self.config.block_size:])
         self.kv.release(seq.blocks)
+        if self.events is not None:
+            self.events.flush()
         seq.blocks = []
         self.running -= 1
         while self.waiting and self._try_admit(self.waiting[0]):
@@ -154,7 +199,12 @@ class VLLMReplica:
     def reset(self) -> None:
         """Drop the prefix cache and the stats (a restarted replica)."""
         self.kv.reset()
-        self.metrics = ReplicaMetrics(self)
+        self.metrics = self._new_metrics()
+        if self.events is not None:
+            self.events.restart()
+
+    def _new_metrics(self) -> Any:
+        return ReplicaMetrics(self)
 
     # -- HTTP -----------------------------------------------------------------------------------------
     def _key_of(self, request: Request) -> str | None:
@@ -223,7 +273,7 @@ class VLLMReplica:
                                 "the completion). Please reduce the length of the messages or completion.",
                                 param="messages" if chat else "prompt")
         arrival = time.monotonic()
-        seq = _Seq(prompt, self.kv.block_hashes(prompt, body.get("cache_salt")), self.kv.blocks_needed(n_in + n_out))
+        seq = self._new_seq(prompt, body, n_out)
         usage: dict[str, Any] = {"prompt_tokens": n_in, "total_tokens": n_in + n_out, "completion_tokens": n_out,
                                  "prompt_tokens_details": {"cached_tokens": 0}}
         outcome = ChatOutcome(new_id("chatcmpl-" if chat else "cmpl-", 32), model, int(time.time()), [g], usage)
@@ -234,8 +284,8 @@ class VLLMReplica:
             nonlocal admitted
             await self.admit(seq)
             admitted = True
-            usage["prompt_tokens_details"]["cached_tokens"] = seq.hit_tokens
-            await pause(latency.ttft(n_in - seq.hit_tokens, seq.hit_tokens))
+            self._report_cached(usage, seq)
+            await self._prefill_wait(latency, n_in - seq.hit_tokens, seq.hit_tokens)
             self.metrics.first_token(time.monotonic() - arrival)
 
         def finish(completed: bool = True) -> None:
@@ -307,6 +357,22 @@ class VLLMReplica:
             raise
         return json_response({"count": len(tokens), "max_model_len": self.max_model_len, "tokens": tokens})
 
+    async def render(self, request: Request) -> EmulatorResponse:
+        """`POST /v1/chat/completions/render`: the prompt's token ids after the chat template, without
+        generating ({"token_ids": [...], "features": null} for a text-only request, as vLLM answers)."""
+        call = await self._begin(request, "render")
+        body = _typed(call.body, _CHAT_FIELDS, VLLMChatRequest)
+        self._check_model(body)
+        try:
+            tokens = render_chat(body).tokens
+        except EmulatorError as e:
+            e.vendor = "vllm"
+            raise
+        except _FAILURES:
+            _explained(VLLMChatRequest, body)
+            raise
+        return json_response({"token_ids": list(tokens), "features": None})
+
     async def version(self, request: Request) -> EmulatorResponse:
         return json_response({"version": "0.11.0+emulator"})
 
@@ -316,6 +382,17 @@ class VLLMReplica:
     async def metrics_endpoint(self, request: Request) -> Response:
         body, ctype = self.metrics.render()
         return Response(body, media_type=ctype)
+
+    def _extra_routes(self) -> list[Route]:
+        return [Route("/_emulator/kv_events", self._kv_events_control, methods=["POST"])]
+
+    async def _kv_events_control(self, request: Request) -> EmulatorResponse:
+        """Test control: {"paused": true} stops the event stream (events are dropped), false resumes it."""
+        if self.events is None:
+            return json_response({"error": "this replica publishes no KV events"}, status=400)
+        body = orjson.loads(await request.body() or b"{}")
+        self.events.paused = bool(body.get("paused"))
+        return json_response({"paused": self.events.paused, "endpoint": self.events.endpoint})
 
     def _build_app(self) -> FastApp:
         def unauthorized(exc: Exception) -> EmulatorResponse:
@@ -333,9 +410,11 @@ class VLLMReplica:
         routes = [
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/tokenize", self.tokenize, methods=["POST"]),
+            Route("/v1/chat/completions/render", self.render, methods=["POST"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/metrics", self.metrics_endpoint, methods=["GET"]),
             Route("/version", self.version, methods=["GET"]),
+            *self._extra_routes(),
             *[Route(path, handler, methods=[method]) for (method, path), handler in hot.items()],
             *admin_routes(self.state, lambda: {self.name: self.faults}, replica=self),
         ]

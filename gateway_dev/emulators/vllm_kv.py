@@ -15,7 +15,12 @@ request waits in the queue until enough blocks are free.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# A KV event as vLLM's kv_events.py defines it, before encoding: ("BlockStored", hashes, parent, token ids),
+# ("BlockRemoved", hashes) or ("AllBlocksCleared",). `KVCacheManager.sink` receives them when set.
+KVEvent = tuple[Any, ...]
 
 
 class Block:
@@ -38,6 +43,7 @@ class KVCacheManager:
         self.queries = 0
         self.hits = 0
         self.evictions = 0
+        self.sink: Callable[[KVEvent], None] | None = None  # KV events (kv_events.py), when publishing
 
     # -- hashing --------------------------------------------------------------------------------------
     def block_hashes(self, tokens: Sequence[int], salt: str | None = None, parent: int = 0,
@@ -70,11 +76,13 @@ class KVCacheManager:
         reusable_in_free = sum(1 for h in hashes[:hit] if self.cached[h].ref == 0)
         return len(self.free) - reusable_in_free >= total_blocks - hit
 
-    def allocate(self, hashes: list[int], hit: int, total_blocks: int, num_prompt_tokens: int) -> list[Block]:
+    def allocate(self, hashes: list[int], hit: int, total_blocks: int, num_prompt_tokens: int,
+                 tokens: Sequence[int] | None = None) -> list[Block]:
         """Take the hit blocks, allocate the rest, record the stats. Caller checked `can_allocate`."""
         self.queries += num_prompt_tokens
         self.hits += hit * self.block_size
         blocks: list[Block] = []
+        stored: list[int] = []
         for h in hashes[:hit]:
             blk = self.cached[h]
             if blk.ref == 0:
@@ -87,21 +95,53 @@ class KVCacheManager:
             if blk.hash is not None:
                 if self.cached.get(blk.hash) is blk:
                     del self.cached[blk.hash]
+                    self._emit(("BlockRemoved", [blk.hash]))
                 blk.hash = None
                 self.evictions += 1
             blk.ref = 1
             if i < len(hashes) and hashes[i] not in self.cached:
                 blk.hash = hashes[i]
                 self.cached[blk.hash] = blk
+                stored.append(i)
             blocks.append(blk)
+        self._stored(hashes, stored, tokens)
         return blocks
 
-    def cache_full_blocks(self, blocks: list[Block], hashes: list[int]) -> None:
-        """Register hashes for blocks that became full (the output part) when the request finished."""
-        for blk, h in zip(blocks, hashes, strict=False):
+    def _emit(self, event: KVEvent) -> None:
+        if self.sink is not None:
+            self.sink(event)
+
+    def _stored(self, hashes: list[int], positions: list[int], tokens: Sequence[int] | None) -> None:
+        """BlockStored events for the newly cached blocks at `positions` (runs of consecutive blocks share one
+        event, as vLLM emits one per request and step)."""
+        if self.sink is None or not positions or tokens is None:
+            return
+        b = self.block_size
+        run: list[int] = []
+        for pos in [*positions, -2]:
+            if run and pos != run[-1] + 1:
+                first = run[0]
+                self.sink(("BlockStored", [hashes[k] for k in run], hashes[first - 1] if first else None,
+                           list(tokens[first * b:(run[-1] + 1) * b]), b))
+                run = []
+            if pos >= 0:
+                run.append(pos)
+
+    def cache_full_blocks(self, blocks: list[Block], hashes: list[int], parent: int | None = None,
+                          tokens: Sequence[int] | None = None) -> None:
+        """Register hashes for blocks that became full (the output part) when the request finished.
+        `tokens` are those blocks' tokens (for the BlockStored event), `parent` the hash before them."""
+        stored = []
+        for k, (blk, h) in enumerate(zip(blocks, hashes, strict=False)):
             if blk.hash is None and h not in self.cached:
                 blk.hash = h
                 self.cached[h] = blk
+                stored.append(k)
+        if self.sink is not None and stored and tokens is not None:
+            b = self.block_size
+            for k in stored:  # one event per block: its parent is the block before it
+                self.sink(("BlockStored", [hashes[k]], hashes[k - 1] if k else parent,
+                           list(tokens[k * b:(k + 1) * b]), b))
 
     def release(self, blocks: list[Block]) -> None:
         for blk in reversed(blocks):
@@ -116,4 +156,6 @@ class KVCacheManager:
         return 1.0 - len(self.free) / self.num_blocks
 
     def reset(self) -> None:
+        sink = self.sink
         self.__init__(self.num_blocks, self.block_size)  # type: ignore[misc]
+        self.sink = sink

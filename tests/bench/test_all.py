@@ -21,7 +21,7 @@ def _bench(bid: str, **result: object) -> bench_all.Bench:
 def test_benchmarks_cover_every_issue_in_order() -> None:
     ids = [b.id for b in bench_all.benchmarks()]
     assert ids == ["core", "response-cache", "semantic-dev", "semantic-qqp", "semantic-lookup", "cost", "prefix",
-                   "routing", "usage", "emulator", "protocols", "litellm", "startup"]
+                   "routing", "routing-peers", "usage", "emulator", "protocols", "litellm", "startup"]
     from gateway.cli import BENCHMARKS
 
     assert {b.cli for b in bench_all.benchmarks()} <= set(BENCHMARKS)
@@ -70,6 +70,11 @@ def test_quick_runs_skip_what_has_no_quick_size(tmp_path: Path) -> None:
     with open(tmp_path / "log", "w") as log:
         bench_all.run_one(b, True, tmp_path, 300, log)
     assert b.result["status"] == "skipped"
+
+
+def test_quick_routing_run_claims_no_targets() -> None:
+    routing = next(b for b in bench_all.benchmarks() if b.id == "routing")
+    assert "--no-targets" in routing.args(quick=True) and "--no-targets" not in routing.args(quick=False)
 
 
 def test_every_input_file_lives_in_the_repository() -> None:

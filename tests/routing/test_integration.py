@@ -139,7 +139,7 @@ async def test_overload_seen_in_scraped_metrics_breaks_stickiness(fleet: MakeFle
                                                                  http: aiohttp.ClientSession) -> None:
     """Another gateway's requests fill the session's replica: its scraped running/waiting count moves the session."""
     replicas = await fleet(3, max_num_seqs=2)
-    router = await make_router(replicas, http)
+    router = await make_router(replicas, http, balance_abs=4)
     try:
         stage = RouteStage(router)
         system = words("sys", 200)

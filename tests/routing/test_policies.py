@@ -83,7 +83,7 @@ async def test_sticky_without_bindings_through_the_prefix_index() -> None:
         first.inflight = 2 + t % 2  # one more request than the others does not outweigh its cache
         turns += [long_text(f"a{t}", 30), long_text(f"u{t}", 20)]
         assert (await router.choose(chat(long_text("sys"), *turns))).name == first.name
-    first.inflight = 6  # much busier: the conversation moves (no binding to hold it)
+    first.inflight = 12  # overloaded (the guard): the conversation moves (no binding to hold it)
     turns += [long_text("a6", 30), long_text("u6", 20)]
     assert (await router.choose(chat(long_text("sys"), *turns))).name != first.name
 
@@ -92,10 +92,11 @@ async def test_a_prefix_every_session_shares_does_not_pile_new_sessions_on_one_r
     router = make_router()
     system = long_text("agent", 600)  # most of each first turn
     placed = collections.Counter()
-    for s in range(12):  # each new session stays in flight (a long agent run)
-        replica = await router.choose(chat(system, f"task {s}: " + long_text(f"t{s}", 60)))
-        replica.inflight += 1
-        placed[replica.name] += 1
+    for s in range(12):  # each new session stays in flight (a long agent run), its prefill work with it
+        body = chat(system, f"task {s}: " + long_text(f"t{s}", 60))
+        decision = await router.decide(router.request(body, f"s{s}"))
+        router.begin(decision.replica, decision.pending)
+        placed[decision.replica.name] += 1
     assert len(placed) == 4 and max(placed.values()) - min(placed.values()) <= 2, placed
 
 

@@ -55,6 +55,21 @@ app.kubernetes.io/component: vllm
 {{- printf "%s-vllm-headless" (include "lcg.fullname" . | trunc 48 | trimSuffix "-") }}
 {{- end }}
 
+{{/* Selector labels, name and headless Service of the SGLang pool. */}}
+{{- define "lcg.sglang.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "lcg.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: sglang
+{{- end }}
+
+{{- define "lcg.sglang.name" -}}
+{{- printf "%s-sglang" (include "lcg.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "lcg.sglang.headlessName" -}}
+{{- printf "%s-sglang-headless" (include "lcg.fullname" . | trunc 46 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "lcg.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "lcg.fullname" .) .Values.serviceAccount.name }}
@@ -138,6 +153,9 @@ replica. External replicas (other clusters, bare-metal hosts) are appended as pl
 {{- $eps := list }}
 {{- if .Values.vllm.enabled }}
 {{- $eps = append $eps (printf "dns+http://%s.%s:%v" (include "lcg.vllm.headlessName" .) (include "lcg.svcDomain" .) .Values.vllm.port) }}
+{{- end }}
+{{- if .Values.sglang.enabled }}
+{{- $eps = append $eps (printf "dns+http://%s.%s:%v" (include "lcg.sglang.headlessName" .) (include "lcg.svcDomain" .) .Values.sglang.port) }}
 {{- end }}
 {{- range .Values.vllm.extraEndpoints }}
 {{- $eps = append $eps . }}
