@@ -70,6 +70,9 @@ def _settings(emu: EmulatorSet, tmp: Path, redis_url: str | None) -> Settings:
         openai_api_key="sk-up", anthropic_api_key="sk-up", gemini_api_key="up", deepseek_api_key="sk-up",
         openai_base_url=emu.openai_base_url, anthropic_base_url=emu.anthropic_base_url,
         gemini_base_url=emu.gemini_base_url, deepseek_base_url=emu.deepseek_base_url,
+        # these tests are about what is cached for whom; a loaded machine must not turn a slow store
+        # write into a fail-open miss (the deadline has its own outage tests)
+        store_timeout=2.0,
     )
 
 
