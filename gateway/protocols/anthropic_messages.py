@@ -15,8 +15,15 @@ from gateway.protocols.anthropic_stream import (
     stop_reason_for,
     tool_input,
 )
-from gateway.protocols.base import Conversation, Turn
-from gateway.protocols.common import AdapterBase, join_text, stable_json, with_prefix, without_cache_control
+from gateway.protocols.base import Conversation
+from gateway.protocols.common import (
+    AdapterBase,
+    block_turns,
+    join_text,
+    stable_json,
+    with_prefix,
+    without_cache_control,
+)
 from gateway.protocols.usage import ANTHROPIC, usage_for
 
 NAME = ANTHROPIC
@@ -51,14 +58,7 @@ def _blocks_text(content: Any) -> tuple[str, bool, bool]:
 
 def anthropic_conversation(body: dict[str, Any]) -> Conversation:
     system_text, _, _ = _blocks_text(body.get("system"))
-    turns: list[Turn] = []
-    tool_traffic = False
-    for m in body.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
-        text, tools, only_results = _blocks_text(m.get("content"))
-        tool_traffic = tool_traffic or tools
-        turns.append(Turn("tool" if only_results else str(m.get("role")), text))
+    turns, tool_traffic = block_turns(body.get("messages"), _blocks_text)
     tools_list = found if isinstance(found := body.get("tools"), list) else []
     return Conversation(system=system_text, turns=turns, tools=without_cache_control(tools_list),
                         has_tool_traffic=tool_traffic)

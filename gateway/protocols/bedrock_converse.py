@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from gateway.answer import Answer, ToolCall
-from gateway.protocols.base import Conversation, Turn
+from gateway.protocols.base import Conversation
 from gateway.protocols.bedrock_stream import (
     FINISH,
     ConverseStreamParser,
@@ -17,7 +17,7 @@ from gateway.protocols.bedrock_stream import (
     stop_reason_for,
     tool_input,
 )
-from gateway.protocols.common import AdapterBase, join_text, stable_json
+from gateway.protocols.common import AdapterBase, block_turns, join_text, stable_json
 from gateway.protocols.eventstream import CONTENT_TYPE
 from gateway.protocols.usage import BEDROCK, usage_for
 
@@ -58,14 +58,7 @@ def _blocks_text(content: Any) -> tuple[str, bool, bool]:
 
 def converse_conversation(body: dict[str, Any]) -> Conversation:
     system, _, _ = _blocks_text(body.get("system"))
-    turns: list[Turn] = []
-    tool_traffic = False
-    for m in body.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
-        text, tools, only_results = _blocks_text(m.get("content"))
-        tool_traffic = tool_traffic or tools
-        turns.append(Turn("tool" if only_results else str(m.get("role")), text))
+    turns, tool_traffic = block_turns(body.get("messages"), _blocks_text)
     raw = body.get("toolConfig")
     config: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return Conversation(system=system, turns=turns, tools=without_cache_points(config.get("tools")),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
 from gateway.answer import Answer
 from gateway.errors import GatewayError, vendor_error_body
+from gateway.protocols.base import Turn
 
 dumps = orjson.dumps
 
@@ -55,6 +56,21 @@ def require_dict(body: Any, what: str = "request body") -> dict[str, Any]:
 
 def join_text(parts: list[str]) -> str:
     return "\n".join(p for p in parts if p)
+
+
+def block_turns(messages: Any, blocks_text: Callable[[Any], tuple[str, bool, bool]]) -> tuple[list[Turn], bool]:
+    """Turns of a messages list whose content is blocks (Anthropic, Converse), and whether any carried tool
+    traffic. `blocks_text` gives (text, has tool traffic, only tool results) of one message's content; a
+    message of tool results only is a `tool` turn."""
+    turns: list[Turn] = []
+    tool_traffic = False
+    for m in messages or []:
+        if not isinstance(m, dict):
+            continue
+        text, tools, only_results = blocks_text(m.get("content"))
+        tool_traffic = tool_traffic or tools
+        turns.append(Turn("tool" if only_results else str(m.get("role")), text))
+    return turns, tool_traffic
 
 
 class AdapterBase:
