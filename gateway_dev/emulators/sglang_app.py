@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway_dev.emulators.sglang_radix import RadixCache
 from gateway_dev.emulators.vllm_app import VLLMReplica, _Seq
-from gateway_dev.emulators.vllm_metrics import ReplicaMetrics
+from gateway_dev.emulators.vllm_metrics import LabelledFamilies, ReplicaMetrics
 from gateway_dev.emulators.web import EmulatorResponse, json_response
 
 VERSION = "0.5.4+emulator"
@@ -134,15 +134,7 @@ class SGLangMetrics(ReplicaMetrics):
         labels = ["model_name", "engine_type", "tp_rank", "pp_rank"]
         values = [r.config.served_model_names[0], "unified", "0", "0"]
 
-        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
-            g = GaugeMetricFamily(name, doc, labels=labels)
-            g.add_metric(values, value)
-            return g
-
-        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
-            c = CounterMetricFamily(name, doc, labels=labels)
-            c.add_metric(values, value)
-            return c
+        gauge, counter = LabelledFamilies(labels, values).pair()
 
         dq, dh = kv.queries - self._seen[0], kv.hits - self._seen[1]
         if dq > 0:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -46,6 +46,27 @@ class _Histogram:
         return fam
 
 
+class LabelledFamilies:
+    """One-sample gauge and counter families that all carry the replica's label values."""
+
+    def __init__(self, labels: list[str], values: list[str]) -> None:
+        self.labels, self.values = labels, values
+
+    def gauge(self, name: str, doc: str, value: float) -> GaugeMetricFamily:
+        g = GaugeMetricFamily(name, doc, labels=self.labels)
+        g.add_metric(self.values, value)
+        return g
+
+    def counter(self, name: str, doc: str, value: float) -> CounterMetricFamily:
+        c = CounterMetricFamily(name, doc, labels=self.labels)
+        c.add_metric(self.values, value)
+        return c
+
+    def pair(self) -> tuple[Callable[[str, str, float], GaugeMetricFamily],
+                            Callable[[str, str, float], CounterMetricFamily]]:
+        return self.gauge, self.counter
+
+
 class ReplicaMetrics:
     def __init__(self, replica: VLLMReplica) -> None:
         self.replica = replica
@@ -73,15 +94,7 @@ class ReplicaMetrics:
         r = self.replica
         labels, values = ["model_name", "engine"], [r.config.served_model_names[0], "0"]
 
-        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
-            g = GaugeMetricFamily(name, doc, labels=labels)
-            g.add_metric(values, value)
-            return g
-
-        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
-            c = CounterMetricFamily(name, doc, labels=labels)
-            c.add_metric(values, value)
-            return c
+        gauge, counter = LabelledFamilies(labels, values).pair()
 
         yield gauge("vllm:num_requests_running", "Number of requests in model execution batches.", r.running)
         yield gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", len(r.waiting))
