@@ -1,4 +1,4 @@
-"""Request shapes of the Gemini API, in the wire's lowerCamelCase (gemini_app.camel_keys normalizes snake_case).
+"""Request shapes of the Gemini API, in the wire's lowerCamelCase (gemini_wire.camel_keys normalizes snake_case).
 
 Proto3 JSON also takes numbers as strings ("maxOutputTokens": "40"); these shapes want JSON numbers, which
 is what every SDK sends (docs/emulators.md, guessed rules). Free-form JSON (function args, schemas) is

@@ -25,8 +25,9 @@ from starlette.requests import Request
 
 from gateway_dev.emulators.answers import generate
 from gateway_dev.emulators.faults import FaultController
-from gateway_dev.emulators.gemini_app import FINISH, GeminiPrompt, _body, _expiry, _parts, _response, _usage
+from gateway_dev.emulators.gemini_app import GeminiPrompt, _expiry
 from gateway_dev.emulators.gemini_cache import ImplicitCache, rfc3339
+from gateway_dev.emulators.gemini_wire import FINISH, _body, _parts, _response, _usage
 from gateway_dev.emulators.latency import pause
 from gateway_dev.emulators.models import gemini_implicit_caching, gemini_thinking_tokens
 from gateway_dev.emulators.shapes_gemini import CachedContent, CountTokensRequest, GenerateContentRequest

@@ -16,7 +16,8 @@ import yaml
 
 from gateway_dev.bench.common import LoadResult
 from gateway_dev.bench.litellm_proxy import MASTER_KEY, tree_cpu_seconds, tree_rss_mib, write_config
-from gateway_dev.bench.litellm_side_by_side import Side, summarize, table
+from gateway_dev.bench.litellm_report import table
+from gateway_dev.bench.litellm_side_by_side import Side, summarize
 from gateway_dev.bench.semantic_vs_litellm import best_single_threshold, markdown
 
 

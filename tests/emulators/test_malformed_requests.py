@@ -37,7 +37,7 @@ def with_field(body: dict[str, Any], field: str, raw: bytes) -> bytes:
 
 
 def test_deep_nesting_is_a_400_not_a_recursion_error(vendor: httpx2.Client) -> None:
-    # gemini_app.camel_keys recursed once per level: ~900 levels was a RecursionError (500).
+    # gemini_wire.camel_keys recursed once per level: ~900 levels was a RecursionError (500).
     for levels in (150, 900, 1000):
         r = vendor.post(GEMINI, content=with_field({"contents": CONTENTS}, "generationConfig", nested(levels)))
         assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT", r.text[:200]
