@@ -73,6 +73,7 @@ def prefix_slot(prefix: str) -> int | None:
 class ClusterStore(RedisStore):
     name = "redis"
     atomic = False
+    coalesce = False
 
     def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 256,
                  client: RedisCluster | None = None, max_extra: float = 1.0) -> None:

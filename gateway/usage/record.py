@@ -19,6 +19,7 @@ the known keys (`prompt_cache_key`, `cache_retention`, `prompt_template_id`,
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -98,8 +99,20 @@ class UsageRecord:
         return self.saved_layer in ("response", "semantic", "single-flight")
 
 
+_second: tuple[int, str] = (-1, "")  # the last whole second formatted: records come many per second
+
+
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """`ts` as ISO 8601 UTC with milliseconds (`2026-12-02T08:05:01.123Z`), as datetime.isoformat writes
+    it: the fraction rounded to microseconds first, then cut to milliseconds."""
+    global _second
+    whole = math.floor(ts)
+    micro = round((ts - whole) * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    if _second[0] != whole:
+        _second = (whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_second[1]}.{micro // 1000:03d}Z"
 
 
 class RecordBuilder:

@@ -78,6 +78,9 @@ NativePath = str | Callable[["RequestContext"], str]
 # ---- the spec -------------------------------------------------------------------------------------
 
 
+_SERVES_MAX = 4096
+
+
 @dataclass(frozen=True)
 class VendorSpec:
     name: str  # the provider name in metrics and usage records
@@ -116,6 +119,18 @@ class VendorSpec:
 
     def serves(self, model: str) -> bool:
         """True when `model` is one of this vendor's names (patterns only: no pool, no config)."""
+        # Remembered on the spec: the answer depends on the frozen spec alone, and matching every
+        # vendor's patterns in turn was a few percent of a cache hit's CPU.
+        memo: dict[str, bool] = self.__dict__.setdefault("_serves_memo", {})
+        known = memo.get(model)
+        if known is None:
+            known = self._serves(model)
+            if len(memo) >= _SERVES_MAX:  # model names come from callers: bounded
+                memo.clear()
+            memo[model] = known
+        return known
+
+    def _serves(self, model: str) -> bool:
         if self.route_prefix is not None and model.startswith(self.route_prefix):
             return True
         if any(fnmatch.fnmatchcase(model, pattern) for pattern in self.models):

@@ -34,6 +34,52 @@ async def _all_fail_fast(store: RedisStore, bound: float) -> None:
         assert time.perf_counter() - t0 < bound
 
 
+async def test_commands_of_one_turn_share_one_pipeline(own_redis) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(own_redis.url, timeout=0.5)
+    try:
+        await store.set("a", b"1")
+        sent: list[int] = []
+        pipeline = store._r.pipeline
+
+        def counting(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+            pipe = pipeline(*args, **kwargs)  # type: ignore[arg-type]
+            execute = pipe.execute
+
+            async def run(*a: object, **k: object):  # type: ignore[no-untyped-def]
+                sent.append(len(pipe.command_stack))
+                return await execute(*a, **k)  # type: ignore[arg-type]
+
+            pipe.execute = run  # type: ignore[method-assign]
+            return pipe
+
+        store._r.pipeline = counting  # type: ignore[method-assign]
+        got = await asyncio.gather(store.get("a"), store.get("b"), store.set("c", b"3", ttl=5, nx=True),
+                                   store.set("a", b"x", nx=True), store.get("c"))
+        assert got == [b"1", None, True, False, b"3"]  # each caller its own reply, in issue order
+        assert sent == [5]
+        assert await store.get("a") == b"1" and sent == [5]  # alone in its turn: no pipeline
+        # A caller that gave up (its deadline, its client gone) leaves the others' replies intact.
+        leader, quitter = asyncio.create_task(store.get("a")), asyncio.create_task(store.get("c"))
+        await asyncio.sleep(0)  # both joined the batch
+        quitter.cancel()
+        assert await leader == b"1" and sent == [5, 2]
+        assert quitter.cancelled()
+        assert await store.get("c") == b"3"
+    finally:
+        await store.close()
+
+
+async def test_a_failed_batch_fails_each_of_its_callers_as_unavailable(own_redis) -> None:  # type: ignore[no-untyped-def]
+    store = RedisStore(own_redis.url, timeout=0.2)
+    try:
+        own_redis.stop()
+        results = await asyncio.gather(*(store.get(f"k{i}") for i in range(4)), return_exceptions=True)
+        assert all(isinstance(r, StoreUnavailable) for r in results), results
+    finally:
+        own_redis.start()
+        await store.close()
+
+
 async def test_silent_redis_times_out_per_call(silent_redis_url: str) -> None:
     store = RedisStore(silent_redis_url, timeout=0.05)
     try:
@@ -87,7 +133,8 @@ def test_batches_get_more_time_but_never_more_than_the_cap() -> None:
 async def test_stale_pooled_connections_after_a_restart_do_not_fail_calls(own_redis) -> None:  # type: ignore[no-untyped-def]
     store = RedisStore(own_redis.url, timeout=0.5)
     try:
-        await asyncio.gather(*(store.get(f"k{i}") for i in range(8)))  # eight pooled connections
+        # eight pooled connections (through the client: the store's own GETs of one turn share one)
+        await asyncio.gather(*(store._r.get(f"k{i}") for i in range(8)))
         assert len(store._r.connection_pool._available_connections) >= 2
         own_redis.stop()
         own_redis.start()  # every pooled connection is now dead
