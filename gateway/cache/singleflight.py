@@ -177,8 +177,23 @@ class ReplicaLock:
         except StoreUnavailable:
             return None
         if won:
-            self._keeper = asyncio.get_running_loop().create_task(self._keep_alive(alive))
+            self._keep(alive)
         return won
+
+    async def acquire_and_read(self, guarded: str, alive: Callable[[], bool] = lambda: True
+                               ) -> tuple[bool | None, bytes | None]:
+        """`acquire()`, and the value of `guarded` read just after the lock was taken (one round trip
+        where the store can): the entry another replica may have stored before we locked."""
+        try:
+            won, found = await self.store.set_then_get(self.key, self.token, guarded, ttl=self.ttl, nx=True)
+        except StoreUnavailable:
+            return None, None
+        if won:
+            self._keep(alive)
+        return won, found
+
+    def _keep(self, alive: Callable[[], bool]) -> None:
+        self._keeper = asyncio.get_running_loop().create_task(self._keep_alive(alive))
 
     async def _keep_alive(self, alive: Callable[[], bool]) -> None:
         # A long generation outlives a short lock: extend it while we still own it.
@@ -200,6 +215,22 @@ class ReplicaLock:
             self._keeper = None
             with contextlib.suppress(StoreUnavailable):
                 await self.store.delete_if_equals(self.key, self.token)
+
+    async def release_after_set(self, key: str, value: bytes, ttl: float | None) -> None:
+        """Store what the lock guarded, then release it, in that order (one round trip where the store
+        can): a waiter on another replica takes "no lock" for "the entry is in, or never will be".
+        Raises StoreUnavailable when the value was not stored; the lock is released all the same."""
+        if self._keeper is None:
+            await self.store.set(key, value, ttl=ttl)
+            return
+        self._keeper.cancel()
+        self._keeper = None
+        try:
+            await self.store.set_then_delete_if_equals(key, value, ttl, self.key, self.token)
+        except StoreUnavailable:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.delete_if_equals(self.key, self.token)
+            raise
 
 
 async def wait_for_remote(store: KVStore, entry_key: str, lock_key: str, max_wait: float) -> bytes | None:

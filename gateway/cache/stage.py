@@ -148,13 +148,13 @@ class ResponseCacheStage(Stage):
         lock = ReplicaLock(self.store, lock_key(ctx.tenant, state.digest), self.lock_ttl)
         deadline = time.monotonic() + self.max_wait
         while True:
-            won = await lock.acquire(alive=lambda: not flight.done)
+            # Another replica may have stored it between our lookup and our lock: read just after locking.
+            won, found = await lock.acquire_and_read(state.entry_key, alive=lambda: not flight.done)
             if won is None:  # store unavailable: lead without the cross-replica lock
                 return None
             if won:
                 state.lock = lock
-                # Another replica may have stored it between our lookup and our lock.
-                answer = await self._read(state, await self._get(state.entry_key), ctx.tenant)
+                answer = await self._read(state, found, ctx.tenant)
                 if answer is None:
                     return None  # go upstream; after() stores, wakes followers, unlocks
                 await self._settle(state, answer)
@@ -241,12 +241,6 @@ class ResponseCacheStage(Stage):
                                                                       "error": str(exc)})
             ctx.record.pop("saved_from", None)
 
-    async def _get(self, key: str) -> bytes | None:
-        try:
-            return await self.store.get(key)
-        except StoreUnavailable:
-            return None
-
     async def _read(self, state: _State, blob: bytes | None, tenant: str) -> Answer | None:
         """The entry's answer when it is fresh for this request; an expired one within the stale
         window is kept on `state.stale` instead."""
@@ -298,8 +292,12 @@ class ResponseCacheStage(Stage):
 
     async def _store(self, ctx: RequestContext, state: _State, answer: Answer, fresh: float, keep: float) -> None:
         blob = entries.encode(answer, ctx.tenant, state.digest, ttl=fresh)
+        lock, state.lock = state.lock, None
         try:
-            await self.store.set(state.entry_key, blob, ttl=keep)
+            if lock is not None:  # the entry, then the lock's release (one round trip)
+                await lock.release_after_set(state.entry_key, blob, keep)
+            else:
+                await self.store.set(state.entry_key, blob, ttl=keep)
         except StoreUnavailable as exc:
             self._warn("response cache write failed; answer not stored", ctx, exc)
 

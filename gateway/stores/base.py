@@ -57,6 +57,20 @@ class KVStore(ABC):
         for key, value in items:
             await self.set(key, value, ttl)
 
+    async def set_then_get(self, key: str, value: bytes, read: str, ttl: float | None = None,
+                           nx: bool = False) -> tuple[bool, bytes | None]:
+        """`set(key, value, ttl, nx)`, then the value of `read`, in that order (one round trip where the
+        store can): taking a lock and reading what it guards."""
+        written = await self.set(key, value, ttl, nx)
+        return written, await self.get(read)
+
+    async def set_then_delete_if_equals(self, key: str, value: bytes, ttl: float | None, other: str,
+                                        token: bytes) -> bool:
+        """`set(key, value, ttl)`, then `delete_if_equals(other, token)`, in that order (one round trip
+        where the store can): storing what a lock guarded, then releasing it."""
+        await self.set(key, value, ttl)
+        return await self.delete_if_equals(other, token)
+
     @abstractmethod
     async def delete(self, *keys: str) -> int: ...
 

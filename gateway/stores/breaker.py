@@ -115,6 +115,14 @@ class CircuitBreaker(KVStore):
     async def set_many(self, items: Sequence[tuple[str, bytes]], ttl: float | None = None) -> None:
         await self._guard(lambda: self.inner.set_many(items, ttl))
 
+    async def set_then_get(self, key: str, value: bytes, read: str, ttl: float | None = None,
+                           nx: bool = False) -> tuple[bool, bytes | None]:
+        return await self._guard(lambda: self.inner.set_then_get(key, value, read, ttl, nx))
+
+    async def set_then_delete_if_equals(self, key: str, value: bytes, ttl: float | None, other: str,
+                                        token: bytes) -> bool:
+        return await self._guard(lambda: self.inner.set_then_delete_if_equals(key, value, ttl, other, token))
+
     async def delete(self, *keys: str) -> int:
         return await self._guard(lambda: self.inner.delete(*keys))
 

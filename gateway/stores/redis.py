@@ -81,6 +81,15 @@ def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
+def _set_args(key: str, value: bytes, ttl: float | None, nx: bool) -> list[Any]:
+    args: list[Any] = ["SET", key, value]
+    if ttl is not None:
+        args += ["PX", _ms(ttl)]
+    if nx:
+        args.append("NX")
+    return args
+
+
 class RedisStore(KVStore):
     name = "redis"
     # Whether the multi-command writes (INCRBY+PEXPIRE, HINCRBY…+PEXPIRE, LPUSH+LTRIM) go in one
@@ -193,12 +202,42 @@ class RedisStore(KVStore):
         return await self._call(lambda: self._batched("GET", key), read=True)
 
     async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
-        args: list[Any] = ["SET", key, value]
-        if ttl is not None:
-            args += ["PX", _ms(ttl)]
-        if nx:
-            args.append("NX")
+        args = _set_args(key, value, ttl, nx)
         return bool(await self._call(lambda: self._batched(*args)))
+
+    async def set_then_get(self, key: str, value: bytes, read: str, ttl: float | None = None,
+                           nx: bool = False) -> tuple[bool, bytes | None]:
+        if not self.coalesce:
+            return await super().set_then_get(key, value, read, ttl, nx)
+        args = _set_args(key, value, ttl, nx)
+
+        async def run() -> list[Any]:
+            # Not a MULTI: the two keys may live apart; a pipeline keeps the order on one connection.
+            pipe = self._r.pipeline(transaction=False)
+            pipe.execute_command(*args)
+            pipe.execute_command("GET", read)
+            return await pipe.execute()
+
+        written, found = await self._call(run, 2)
+        return bool(written), found
+
+    async def set_then_delete_if_equals(self, key: str, value: bytes, ttl: float | None, other: str,
+                                        token: bytes) -> bool:
+        if not self.coalesce:
+            return await super().set_then_delete_if_equals(key, value, ttl, other, token)
+        args = _set_args(key, value, ttl, False)
+
+        async def run() -> list[Any]:
+            pipe = self._r.pipeline(transaction=False)
+            pipe.execute_command(*args)
+            pipe.execute_command("EVAL", _DELETE_IF_EQUALS, 1, other, token)
+            replies = await pipe.execute(raise_on_error=False)
+            for reply in replies:  # the SET's failure first: the caller learns its value was not stored
+                if isinstance(reply, Exception):
+                    raise reply
+            return replies
+
+        return bool((await self._call(run, 2))[1])
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         if len(keys) <= 1:

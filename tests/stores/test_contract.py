@@ -81,6 +81,20 @@ async def test_delete_if_equals_releases_only_own_lock(store: KVStore, k: Key) -
     assert await store.delete_if_equals(k("lock"), b"mine") is False
 
 
+async def test_lock_then_read_and_store_then_release(store: KVStore, k: Key) -> None:
+    # A single-flight leader: take the lock and read the entry it guards; store it, then release.
+    assert await store.set_then_get(k("lock"), b"mine", k("entry"), ttl=5, nx=True) == (True, None)
+    assert await store.set_then_get(k("lock"), b"theirs", k("entry"), ttl=5, nx=True) == (False, None)
+    assert await store.get(k("lock")) == b"mine"
+    assert await store.set_then_delete_if_equals(k("entry"), b"answer", 30, k("lock"), b"theirs") is False
+    assert await store.get(k("lock")) == b"mine"  # not ours to release; the value is stored all the same
+    assert await store.set_then_delete_if_equals(k("entry"), b"answer", 30, k("lock"), b"mine") is True
+    assert await store.get(k("lock")) is None
+    left = await store.ttl(k("entry"))
+    assert left is not None and 29 <= left <= 30
+    assert await store.set_then_get(k("lock"), b"next", k("entry"), ttl=5, nx=True) == (True, b"answer")
+
+
 async def test_incr_with_and_without_ttl(store: KVStore, k: Key) -> None:
     assert await store.incr(k("n")) == 1
     assert await store.incr(k("n"), 41) == 42
