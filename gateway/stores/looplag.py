@@ -12,27 +12,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+IDLE_S = 2.0  # no store call for this long: sampling stops until the next call
+
 
 class LoopLag:
     def __init__(self, interval: float = 0.02) -> None:
         self.interval = interval
         self.value = 0.0  # seconds; rises at once, decays over a few samples
         self._task: asyncio.Task[None] | None = None
+        self._uses = 0
 
     def ensure_running(self) -> None:
         """Start sampling on the running loop (idempotent; cheap enough for every call)."""
+        self._uses += 1
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        seen, used_at = self._uses, loop.time()
         while True:
             start = loop.time()
             await asyncio.sleep(self.interval)
-            late = max(0.0, loop.time() - start - self.interval)
+            now = loop.time()
+            late = max(0.0, now - start - self.interval)
             # A decaying maximum, not an average: a saturated loop's turns vary a lot, and the
             # deadline must cover the slow turns (half-life about six samples).
             self.value = max(late, 0.89 * self.value)
+            # Fifty wakeups a second cost CPU while nothing asks for the lag: an idle process stops
+            # sampling, and the next store call starts it again.
+            if self._uses != seen:
+                seen, used_at = self._uses, now
+            elif now - used_at >= IDLE_S:
+                return
 
     async def stop(self) -> None:
         if self._task is not None:

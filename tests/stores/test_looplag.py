@@ -76,3 +76,21 @@ async def test_a_stall_of_our_own_loop_is_not_blamed_on_redis(redis_server) -> N
         assert store.state == CLOSED  # neither stall counted against Redis
     finally:
         await store.close()
+
+
+async def test_sampling_stops_while_nothing_asks_and_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.stores import looplag
+
+    monkeypatch.setattr(looplag, "IDLE_S", 0.1)
+    lag = LoopLag(interval=0.01)
+    lag.ensure_running()
+    first = lag._task
+    for _ in range(10):  # in use: keeps sampling
+        await asyncio.sleep(0.02)
+        lag.ensure_running()
+    assert lag._task is first and not first.done()  # type: ignore[union-attr]
+    await asyncio.sleep(0.3)
+    assert first.done()  # type: ignore[union-attr]
+    lag.ensure_running()
+    assert lag._task is not first and not lag._task.done()  # type: ignore[union-attr]
+    await lag.stop()
