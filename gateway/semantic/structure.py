@@ -257,20 +257,20 @@ def _zh_frame(tagged: list[tuple[str, str]]) -> Frame:
     return Frame(op, objects)
 
 
-def agree(cached: str, query: str, lang: str) -> bool | None:
+def agree(cached: str, query: str, lang: str, operation: bool = True) -> bool | None:
     """Do the two questions ask for the same operation on the same object? None: no parser for `lang`.
 
     The operations agree when either question has none ("what is the warranty …") or some action
     of one is linked to some action of the other; the objects agree when neither has any or some
     object of one is linked to one of the other (Chinese: every object of one side). Linked: the same
     lemma or stem, an inflection, a WordNet synonym (English); Chinese: `_op_linked`,
-    `_zh_objects_agree`."""
+    `_zh_objects_agree`. `operation=False` leaves the operations out (objects and roles still count)."""
     a, b = frame(cached, lang), frame(query, lang)
     if a is None or b is None:
         return None
     ops_a = set((a.operation or "").split("+")) - {""}
     ops_b = set((b.operation or "").split("+")) - {""}
-    if ops_a and ops_b and not any(_op_linked(x, y, lang) for x in ops_a for y in ops_b):
+    if operation and ops_a and ops_b and not any(_op_linked(x, y, lang) for x in ops_a for y in ops_b):
         return False
     if roles_conflict(a, b, lang):
         return False

@@ -145,7 +145,7 @@ def confident_pair(r: dict[str, Any], cosine: float, params: GuardParams) -> boo
     if markers_differ(r["cached"], r["query"]):
         return False  # `Verdict.marked`: negation, scope or polarity words differ
     return paraphrase.confident(r["cached"], r["query"], lang, cosine, params.reworded_bar_en,
-                                params.reworded_bar_zh)
+                                params.reworded_bar_zh, params.reworded_any_verb_en)
 
 
 def guard_scores(rows: list[dict[str, Any]], sims: np.ndarray, params: GuardParams) -> np.ndarray:
