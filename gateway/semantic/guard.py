@@ -63,7 +63,7 @@ class GuardParams:
     # The reworded lane before evidence: served when the second opinion (`gateway.semantic.paraphrase`:
     # MiniLM's cosine for English, USE's for Chinese) reaches this bar and the structure agrees.
     # Above 1.0: that language's reworded lane waits for evidence.
-    reworded_bar_en: float = 0.75
+    reworded_bar_en: float = 0.80
     reworded_bar_zh: float = 0.84
     # From this English second-opinion score on, the two questions' verbs need not be linked (no
     # general resource links `enable` / `turn on`); their objects and roles still must agree.
