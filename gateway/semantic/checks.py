@@ -57,7 +57,8 @@ class OffLoopChecks:
             self._preload(lang)
             return False
         return await asyncio.get_running_loop().run_in_executor(None, paraphrase.confident, cached, query, lang,
-                                                                cosine, g.reworded_bar_en, g.reworded_bar_zh)
+                                                                cosine, g.reworded_bar_en, g.reworded_bar_zh,
+                                                                g.reworded_any_verb_en)
 
     def _preload(self, lang: str) -> None:
         if lang in self._loading:

@@ -65,6 +65,9 @@ class GuardParams:
     # Above 1.0: that language's reworded lane waits for evidence.
     reworded_bar_en: float = 0.80
     reworded_bar_zh: float = 0.84
+    # From this English second-opinion score on, the two questions' verbs need not be linked (no
+    # general resource links `enable` / `turn on`); their objects and roles still must agree.
+    reworded_any_verb_en: float = 0.90
 
     @classmethod
     def from_settings(cls, params: dict[str, Any]) -> GuardParams:

@@ -105,9 +105,12 @@ def score(cached: str, query: str, lang: str, use_cosine: float) -> float | None
     return None if a is None or b is None else float(a @ b)
 
 
-def confident(cached: str, query: str, lang: str, use_cosine: float, bar_en: float, bar_zh: float) -> bool:
+def confident(cached: str, query: str, lang: str, use_cosine: float, bar_en: float, bar_zh: float,
+              any_verb_en: float = 2.0) -> bool:
     """May a reworded pair be served before any evidence? The second opinion reaches the language's
-    bar and the main action and its object agree (blocking: parser and model run here)."""
+    bar and the main action and its object agree (blocking: parser and model run here). From
+    `any_verb_en` on, an English pair need not link its verbs (`enable` / `turn on`, `support` /
+    `run`: synonyms no general resource here links), only its objects and roles."""
     from gateway.semantic import structure
 
     bar = bar_en if lang == "en" else bar_zh if lang == "zh" else None
@@ -116,4 +119,4 @@ def confident(cached: str, query: str, lang: str, use_cosine: float, bar_en: flo
     s = score(cached, query, lang, use_cosine)
     if s is None or s < bar:
         return False
-    return structure.agree(cached, query, lang) is True
+    return structure.agree(cached, query, lang, operation=not (lang == "en" and s >= any_verb_en)) is True

@@ -2,12 +2,9 @@
 
 before(): when the request qualifies (`gateway.semantic.key.skip_reason`), embed the final user
 question, search the tenant's entries of this exact context (`Scope`: tenant + context hash +
-knowledge version + unexpired), and run the decision (`gateway.semantic.guard.decide`) on the
-candidates, best first. A same-content candidate is a hit unless its parties changed roles; a
-reworded one only when the questions' structure agrees (`gateway.semantic.structure`) and either the
-second opinion is confident (`gateway.semantic.paraphrase`) or the evidence bound
-(`gateway.semantic.learning`) allows it. A hit returns the stored answer with `semantic-hit` and its
-similarity; a share of would-be hits (`verify_share`) goes upstream instead, to be compared.
+knowledge version + unexpired) and let `gateway.semantic.candidates` pick the first candidate that
+may be served. A hit returns the stored answer with `semantic-hit` and its similarity; a share of
+would-be hits (`verify_share`) goes upstream instead, to be compared.
 
 after(): a qualifying miss answered completely by the upstream is written, in a background task
 (the response never waits for it); a verified would-be hit's fresh answer becomes evidence.
@@ -35,15 +32,15 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
+from gateway.semantic.candidates import CandidateJudge, Learning, Lookup, Review
 from gateway.semantic.checks import OffLoopChecks
 from gateway.semantic.embedder import Embedder, backend_from_settings
-from gateway.semantic.guard import REWORDED, cosine_for, decide, similarity, warm_up
+from gateway.semantic.guard import REWORDED, cosine_for, similarity, warm_up
 from gateway.semantic.judge import Judge
 from gateway.semantic.key import context_hash, skip_reason
 from gateway.semantic.learning import Learner, Pending, Served
-from gateway.semantic.lexical import analyze
 from gateway.semantic.options import SemanticOptions
-from gateway.semantic.store import Candidate, Entry, Scope, VectorStore, collection_name
+from gateway.semantic.store import Entry, Scope, VectorStore, collection_name
 
 log = logging.getLogger("gateway.semantic")
 
@@ -62,15 +59,6 @@ class _State:
     detail: dict[str, Any] = field(default_factory=dict)
     verify: Pending | None = None  # a would-be hit sent upstream: its fresh answer is compared
     served: Served | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Learning:
-    """The tenant's evidence settings for one lookup (policy `semantic_cache.*`)."""
-
-    max_error_rate: float = 0.01
-    verify_share: float = 0.0
-    cross_language: bool = False
 
 
 def open_vector_store(settings: Settings, embedder_name: str, dim: int) -> VectorStore:
@@ -115,6 +103,7 @@ class SemanticCacheStage(Stage):
         self.clock = clock
         self.learner = Learner(judge=judge, rng=rng)
         self.checks = OffLoopChecks(self.options.guard, self._spawn)
+        self.judge = CandidateJudge(self.options.guard, self.learner, self.checks)
         self._open = False
         self._last_open_try = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -311,61 +300,29 @@ class SemanticCacheStage(Stage):
             raise RuntimeError("the semantic cache store is not open")
         floor = raw_threshold - self.options.guard.same_content_margin
         candidates = await self.store.search(scope, vector, self.options.top_k, floor)
-        rejected: list[str] = []
-        explore: Candidate | None = None  # the best reworded candidate the evidence did not yet allow
-        lang = analyze(question).lang
-        for cand in candidates:
-            verdict = decide(cand.question, question, cand.score, raw_threshold, exclusive_terms,
-                             self.options.guard, learning.cross_language)
-            if asked > threshold and similarity(cand.score, self.anchor) < asked and (verdict.hit or verdict.lane):
-                rejected.append("below_requested_threshold")
-                continue
-            pair_lang = lang if analyze(cand.question).lang == lang else "mixed"
-            if verdict.reason == REWORDED:
-                gate = self.learner.gate(scope.tenant, pair_lang, REWORDED, cand.id, cand.score,
-                                         learning.max_error_rate)
-                if not gate.serve:
-                    # Before (or beside) the evidence: a very confident second opinion whose structure
-                    # agrees, unless this entry or a pair at least as similar was shown wrong.
-                    if (pair_lang == "mixed" or verdict.marked or gate.reason == "entry_shown_wrong"
-                            or self.learner.evidence.wrong_above(scope.tenant, pair_lang, REWORDED, cand.score)
-                            or not await self.checks.confident(cand.question, question, pair_lang, cand.score)):
-                        rejected.append(f"reworded:{gate.reason}")
-                        explore = explore or cand
-                        continue
-                elif pair_lang != "mixed":
-                    agree = await self.checks.agree(cand.question, question, pair_lang)
-                    if agree is not True:
-                        rejected.append("reworded:structure" if agree is False else "reworded:no_parser")
-                        continue
-            elif not verdict.hit:
-                rejected.append(verdict.reason)
-                continue
-            elif (pair_lang == "en" and cand.question != question
-                  and not await self.checks.roles_agree(cand.question, question)):
-                rejected.append("role_swap")
-                continue
+        review = Review()
+        look = Lookup(question, threshold, raw_threshold, asked, self.anchor, exclusive_terms)
+        async for ok in self.judge.accepted(scope, look, candidates, learning, review):
+            cand = ok.cand
             try:
                 answer = cand.answer()
             except (BadEntry, KeyError, ValueError) as exc:
                 self._warn("semantic cache entry unreadable; skipped", exc)
                 continue
-            lane = verdict.lane
             if state is not None and self.learner.sample(learning.verify_share):
-                state.verify = Pending(scope.tenant, pair_lang, lane, cand.id, cand.score, cand.question,
+                state.verify = Pending(scope.tenant, ok.pair_lang, ok.lane, cand.id, cand.score, cand.question,
                                        answer.text, question)
-                rejected.append("verification")
+                review.rejected.append("verification")
                 break
             if state is not None:
-                state.served = Served(scope.tenant, pair_lang, lane, cand.id, cand.score)
+                state.served = Served(scope.tenant, ok.pair_lang, ok.lane, cand.id, cand.score)
             return answer, cand.score
-        if state is not None and state.verify is None and explore is not None:
+        if state is not None and state.verify is None and (ex := review.explore) is not None:
             with contextlib.suppress(BadEntry, KeyError, ValueError):  # it goes upstream anyway: compare for free
-                state.verify = Pending(scope.tenant, lang if analyze(explore.question).lang == lang else "mixed",
-                                       REWORDED, explore.id, explore.score, explore.question,
-                                       explore.answer().text, question)
-        if state is not None and rejected:
-            state.detail["rejected"] = rejected
+                state.verify = Pending(scope.tenant, ex.pair_lang, REWORDED, ex.cand.id, ex.cand.score,
+                                       ex.cand.question, ex.cand.answer().text, question)
+        if state is not None and review.rejected:
+            state.detail["rejected"] = review.rejected
         return None
 
     async def feedback(self, request_id: str, correct: bool) -> dict[str, Any] | None:

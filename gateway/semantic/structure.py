@@ -137,14 +137,26 @@ def _roles(verb: Any) -> tuple[str, str | None, str | None]:
     kids = list(verb.children)
     subj = next((c for c in kids if c.dep_ == "nsubj"), None)
     head = verb
-    while subj is None and head.dep_ in ("xcomp", "conj") and head.head is not head:
+    while subj is None and head.dep_ in ("xcomp", "conj", "acomp") and head.head is not head:
         head = head.head  # "does my landlord need to give …": the subject of `need` gives
-        subj = next((c for c in head.children if c.dep_ == "nsubj"), None)
+        subj = _controller(head)
     obj = next((c for c in kids if c.dep_ in ("dobj", "obj", "nsubjpass")), None)
     agent = next((c for c in kids if c.dep_ == "agent"), None)
     if agent is not None:
         subj = next((c for c in agent.children if c.dep_ == "pobj"), subj)
     return _verb(verb), _party(subj), _party(obj)
+
+
+def _controller(head: Any) -> Any | None:
+    """Who does a verb controlled by `head`: its subject, also a passive one (`am I allowed to work`:
+    I work) or one the parser hung on its auxiliary (`is my wife allowed to drive`, `is my wife able
+    to drive`: the wife drives)."""
+    kids = list(head.children)
+    found = next((c for c in kids if c.dep_ in ("nsubj", "nsubjpass")), None)
+    for aux in kids:
+        if found is None and aux.dep_ in ("aux", "auxpass"):
+            found = next((c for c in aux.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    return found
 
 
 def roles_conflict(a: Frame, b: Frame, lang: str = "en") -> bool:
@@ -183,12 +195,37 @@ def may_swap_roles(cached: str, query: str) -> bool:
 
 
 def zh_roles_moved(cached: str, query: str) -> bool:
-    """Chinese has no dependency parse here: the same words with another person named *and* in another
-    order (`怎么把门票转给朋友` / `朋友怎么把门票转给我`) are read as parties that changed places."""
+    """Chinese has no dependency parse here, but its word order marks roles (the doer before the verb,
+    the one acted on after it): the same words with another person named *and* in another order
+    (`怎么把门票转给朋友` / `朋友怎么把门票转给我`), or a person on the other side of the shared words
+    (`HR会主动联系我` / `我需要主动联系HR`), are read as parties that changed places."""
     from gateway.semantic.lexical import analyze
 
     a, b = analyze(cached), analyze(query)
-    return _persons(a.tokens) != _persons(b.tokens) and _reordered(a, b)
+    if _persons(a.tokens) != _persons(b.tokens):
+        return _reordered(a, b)
+    return _person_moved(a.tokens, b.tokens)
+
+
+def _person_moved(ta: Any, tb: Any) -> bool:
+    """A person (not a possessive: `我的包` names a thing) with other shared content words before it
+    on one side than on the other."""
+    shared = {t.text for t in ta if not t.stop} & {t.text for t in tb if not t.stop}
+
+    def before(tokens: Any) -> dict[str, frozenset[str]]:
+        seen: list[str] = []
+        out: dict[str, frozenset[str]] = {}
+        for i, t in enumerate(tokens):
+            person = _ZH_PERSON.get(t.raw)
+            possessive = i + 1 < len(tokens) and tokens[i + 1].raw == "的"
+            if person and not possessive:
+                out.setdefault(person, frozenset(seen))
+            elif not t.stop and t.text in shared:
+                seen.append(t.text)
+        return out
+
+    pa, pb = before(ta), before(tb)
+    return any(p in pb and pa[p] != pb[p] for p in pa)
 
 
 def roles_agree(cached: str, query: str, lang: str) -> bool | None:
@@ -220,25 +257,49 @@ def _zh_frame(tagged: list[tuple[str, str]]) -> Frame:
     return Frame(op, objects)
 
 
-def agree(cached: str, query: str, lang: str) -> bool | None:
+def agree(cached: str, query: str, lang: str, operation: bool = True) -> bool | None:
     """Do the two questions ask for the same operation on the same object? None: no parser for `lang`.
 
     The operations agree when either question has none ("what is the warranty …") or some action
     of one is linked to some action of the other; the objects agree when neither has any or some
-    object of one is linked to one of the other. Linked: the same lemma or stem, an inflection, a
-    WordNet synonym (English), a shared character (Chinese words)."""
+    object of one is linked to one of the other (Chinese: every object of one side). Linked: the same
+    lemma or stem, an inflection, a WordNet synonym (English); Chinese: `_op_linked`,
+    `_zh_objects_agree`. `operation=False` leaves the operations out (objects and roles still count)."""
     a, b = frame(cached, lang), frame(query, lang)
     if a is None or b is None:
         return None
     ops_a = set((a.operation or "").split("+")) - {""}
     ops_b = set((b.operation or "").split("+")) - {""}
-    if ops_a and ops_b and not any(_linked(x, y, lang) for x in ops_a for y in ops_b):
+    if operation and ops_a and ops_b and not any(_op_linked(x, y, lang) for x in ops_a for y in ops_b):
         return False
     if roles_conflict(a, b, lang):
         return False
     if not a.objects and not b.objects:
         return True
+    if lang == "zh":
+        return _zh_objects_agree(a.objects, b.objects, cached, query)
     return any(_linked(x, y, lang) for x in a.objects for y in b.objects)
+
+
+def _op_linked(x: str, y: str, lang: str) -> bool:
+    """Two operations are one. Chinese: the same verb, one inside the other, or the same first
+    character (a compound verb's head comes first: `登录` / `登不进去`, `修改` / `修好`), not any shared
+    character (`续租` renews, `租车` rents)."""
+    if lang != "zh":
+        return _linked(x, y, lang)
+    return x in y or y in x or x[:1] == y[:1]
+
+
+def _zh_objects_agree(a: frozenset[str], b: frozenset[str], cached: str, query: str) -> bool:
+    """Chinese objects: every thing one question names is linked to one the other names — sharing
+    a character is a link only when the rest of each is also said in the other question (`租车` /
+    `续租` share `租`, but renewing is said on one side only). A shared topic word alone (`证件`)
+    does not make two questions about the same thing."""
+    def link(x: str, y: str) -> bool:
+        return x in y or y in x or (bool(set(x) & set(y)) and set(x) <= set(query) and set(y) <= set(cached))
+
+    return bool(a and b) and (all(any(link(x, y) for y in b) for x in a)
+                              or all(any(link(x, y) for x in a) for y in b))
 
 
 @lru_cache(maxsize=65536)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.semantic import paraphrase
+from gateway.semantic import paraphrase, structure
 
 
 def test_minilm_scores_paraphrases_above_same_topic_questions() -> None:
@@ -26,6 +26,17 @@ def test_confident_needs_the_bar_and_the_structure() -> None:
     assert paraphrase.score("怎么改密码？", "密码怎么改？", "zh", 0.91) == pytest.approx(0.91)  # USE's own cosine
     assert not paraphrase.confident("怎么改密码？", "密码怎么改？", "zh", 0.80, 0.80, 0.84)
     assert paraphrase.score("a", "b", "mixed", 0.9) is None
+
+
+def test_a_very_confident_english_pair_need_not_link_its_verbs() -> None:
+    a, b = "How do I activate the dark theme in the web app?", "In the web app, how can I turn on the dark theme?"
+    assert structure.agree(a, b, "en") is False  # `activate` / `turn on`: no general resource links them
+    assert not paraphrase.confident(a, b, "en", 0.9, 0.75, 0.84)  # by default the verbs must be linked
+    assert paraphrase.confident(a, b, "en", 0.9, 0.75, 0.84, 0.90)  # MiniLM ≈ 0.95: the objects suffice
+    other = "How do I report a bug in the dark theme of the web app?"  # the same object, another verb
+    assert not paraphrase.confident(a, other, "en", 0.9, 0.75, 0.84, 0.90)  # MiniLM ≈ 0.65: below the bar
+    swapped = ("Can I bring my dog to the office?", "Can my dog bring me to the office?")  # MiniLM ≈ 0.97
+    assert not paraphrase.confident(*swapped, "en", 0.9, 0.75, 0.84, 0.90)  # roles still count
 
 
 def test_without_the_model_english_waits_for_evidence(monkeypatch: pytest.MonkeyPatch) -> None:

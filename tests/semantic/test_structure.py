@@ -36,3 +36,27 @@ def test_parties_that_changed_places_are_caught_in_both_languages() -> None:
     assert structure.may_swap_roles(*persons) and structure.roles_agree(*persons, "en") is False
     assert decide("怎么把优惠券送给朋友？", "朋友怎么把优惠券送给我？", 0.97, 0.6).reason == "role_swap"
     assert decide("怎么修改收货地址？", "收货地址怎么修改？", 0.97, 0.6).hit  # reordered, no party moved
+
+
+def test_a_controlled_verb_gets_its_doer_from_a_passive_or_adjectival_head() -> None:
+    # `Is my son allowed to use …`: the son uses it; `Can I use the laptop my son bought?`: I do
+    allowed = structure.frame("Is my son allowed to use my laptop?", "en")
+    assert allowed is not None and ("use", "son", "laptop") in allowed.roles
+    able = structure.frame("Is my sister able to borrow my library card?", "en")
+    assert able is not None and ("borrow", "sister", "card") in able.roles
+    assert structure.agree("Is my son allowed to use my laptop?", "Can I use the laptop my son bought?", "en") is False
+    assert structure.agree("Is my son allowed to use my laptop?", "Can my son use the laptop I bought?", "en") is True
+
+
+def test_a_chinese_person_on_the_other_side_of_the_shared_words_changed_roles() -> None:
+    # the same words and the same persons, but the one who calls and the one called are exchanged
+    assert decide("下单后客服会打电话给我吗？", "下单后我要打电话给客服吗？", 0.97, 0.6).reason == "role_swap"
+    assert not structure.zh_roles_moved("我的快递放在门口了", "门口放着我的快递")  # a possessive names a thing
+    assert not structure.zh_roles_moved("我怎么修改收货地址？", "我收货地址怎么修改？")  # nothing crossed the person
+
+
+def test_chinese_operations_and_objects_need_more_than_one_shared_character() -> None:
+    # `续签` (renew) and `签合同` (sign) share `签`; `证件` alone is the same topic, not the same question
+    assert structure.agree("请问签合同的时候需要带什么证件？", "续签需要带哪些证件？", "zh") is False
+    login = ("企业邮箱登录不上怎么办？", "企业邮箱一直登不进去，怎么解决？")
+    assert structure.agree(*login, "zh") is True  # 登 heads both
