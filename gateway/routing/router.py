@@ -2,8 +2,9 @@
 
 Per request: `RouteStage.before` picks a replica (`Router.decide`), points the upstream call at it and
 counts the decision; the upstream relay calls `Router.failover(ctx, status)` when the replica refused
-the connection or answered 5xx before any byte reached the client, which moves the request to
-another replica; `RouteStage.after` closes the in-flight count and feeds passive health.
+the connection, answered 5xx or broke a stream before any byte reached the client, which moves the
+request to another replica, and `Router.prefilled(ctx)` at a stream's first bytes (its prefill is over);
+`RouteStage.after` closes the in-flight count and feeds passive health.
 
 Several gateways route consistently because (1) session bindings live in the shared store and are
 read before any scoring, and (2) everything else is deterministic from shared inputs (the request,
@@ -205,6 +206,17 @@ class Router:
             "status": status if status is not None else "connect"})
         self._point(ctx, state, decision)
         return True
+
+    def prefilled(self, ctx: RequestContext) -> None:
+        """The relay's hook: the current replica sent the first bytes of `ctx`'s stream, so its prefill is
+        done and its predicted uncached bytes stop counting as work queued there (what remains is decode)."""
+        state: RouteState | None = ctx.scratch.get("route")
+        if state is not None and state.current is not None:
+            self.done_prefill(state.current, state.pending)
+            state.pending = 0
+
+    def done_prefill(self, replica: Replica, pending: int) -> None:
+        replica.pending_bytes = max(0, replica.pending_bytes - pending)
 
     def finish(self, ctx: RequestContext) -> None:
         """The request is over: close its in-flight count and record the outcome."""
