@@ -41,6 +41,7 @@ class Decision:
     reason: str
     session: str | None
     pending: int = 0  # predicted uncached prompt bytes it adds to the replica's prefill work
+    request: RouteRequest | None = None
 
 
 @dataclass(slots=True)
@@ -160,7 +161,7 @@ class Router:
                 await self.sessions.touch(req.session, replica.name)
         reason = reason or why
         ROUTE_DECISIONS.labels(self.pool.name, replica.name, reason).inc()
-        return Decision(replica, reason, req.session, req.pending)
+        return Decision(replica, reason, req.session, req.pending, req)
 
     # ---- in-flight accounting and passive health ----
     def begin(self, replica: Replica, pending: int = 0) -> None:
@@ -168,7 +169,9 @@ class Router:
         replica.pending_bytes += pending
 
     def end(self, replica: Replica, ok: bool, status: int | None = None, connect_error: bool = False,
-            pending: int = 0) -> None:
+            pending: int = 0, request: RouteRequest | None = None) -> None:
+        if request is not None:
+            self.policy.ended(request, replica)
         replica.inflight = max(0, replica.inflight - 1)
         replica.pending_bytes = max(0, replica.pending_bytes - pending)
         self.pool.record(replica, ok, status, connect_error)
@@ -195,7 +198,8 @@ class Router:
         failed = state.current
         if failed is not None:
             state.tried.add(failed.name)
-            self.end(failed, ok=False, status=status, connect_error=status is None, pending=state.pending)
+            self.end(failed, ok=False, status=status, connect_error=status is None, pending=state.pending,
+                     request=state.request)
             state.current = None
         try:
             decision = await self.decide(state.request, exclude=state.tried, reason="failover")
@@ -212,10 +216,12 @@ class Router:
         done and its predicted uncached bytes stop counting as work queued there (what remains is decode)."""
         state: RouteState | None = ctx.scratch.get("route")
         if state is not None and state.current is not None:
-            self.done_prefill(state.current, state.pending)
+            self.done_prefill(state.current, state.pending, state.request)
             state.pending = 0
 
-    def done_prefill(self, replica: Replica, pending: int) -> None:
+    def done_prefill(self, replica: Replica, pending: int, request: RouteRequest | None = None) -> None:
+        if request is not None:
+            self.policy.prefilled(request, replica)
         replica.pending_bytes = max(0, replica.pending_bytes - pending)
 
     def finish(self, ctx: RequestContext) -> None:
@@ -224,7 +230,7 @@ class Router:
         if state is None or state.current is None:
             return
         replica, state.current = state.current, None
-        self.end(replica, ok=ctx.status < 500, status=ctx.status, pending=state.pending)
+        self.end(replica, ok=ctx.status < 500, status=ctx.status, pending=state.pending, request=state.request)
 
     def _point(self, ctx: RequestContext, state: RouteState, decision: Decision) -> None:
         replica = decision.replica

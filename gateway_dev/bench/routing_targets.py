@@ -1,16 +1,23 @@
-"""What `bench routing` sends its requests through: ours with the `Router` driven directly, or the whole
-gateway in a thread; the streaming client both use (and the peers, routing_peers.py)."""
+"""What `bench routing` sends its requests through: ours as its own `serve` process (the default), the whole
+gateway in a thread of the benchmark, or the `Router` driven directly; the streaming client all use (and the
+peers, routing_peers.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
+import yaml
 
 
 async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], out: int,
@@ -65,14 +72,15 @@ class DirectTarget:
         from gateway.routing.sessions import session_key
 
         router = self.router
-        decision = await router.decide(router.request(body, session_key(body)))
+        req = router.request(body, session_key(body))
+        decision = await router.decide(req)
         replica = decision.replica
         router.begin(replica, decision.pending)
         pending = decision.pending
 
         def prefilled() -> None:  # the first bytes: the prefill there is over, as the gateway's relay says
             nonlocal pending
-            router.done_prefill(replica, pending)
+            router.done_prefill(replica, pending, req)
             pending = 0
 
         try:
@@ -80,7 +88,7 @@ class DirectTarget:
         except aiohttp.ClientError as exc:
             _failed(exc)
             status, text, first = 599, "", 0.0
-        router.end(replica, ok=status == 200, status=status, pending=pending)
+        router.end(replica, ok=status == 200, status=status, pending=pending, request=req)
         return status, text, first
 
 
@@ -121,6 +129,89 @@ class GatewayTarget:
         try:
             return await _send(self.http, self.server.url + "/v1", body, out,
                                {"authorization": f"Bearer {self.KEY}"})
+        except aiohttp.ClientError as exc:
+            _failed(exc)
+            return 599, "", 0.0
+
+
+class GatewayProcess:
+    """The gateway as users run it, `llm-cache-gateway serve` in its own process (as each peer router is),
+    so the benchmark's clients and the gateway do not share one interpreter. The route decisions come from
+    its own /metrics."""
+
+    KEY = GatewayTarget.KEY
+
+    def __init__(self, http: aiohttp.ClientSession, urls: list[str], routing: Any, folder: Path) -> None:
+        self.http, self.urls, self.routing, self.folder = http, urls, routing, folder
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self, timeout: float = 60.0) -> None:
+        from gateway_dev.localrun import free_port, write_policies
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        policies = write_policies(self.folder / "policies", {"bench": {"key": self.KEY}})
+        config = self.folder / "gateway.yaml"
+        config.write_text(yaml.safe_dump({"vllm_endpoints": self.urls, "data_dir": str(self.folder / "data"),
+                                          "routing": self.routing.model_dump(mode="json")}))
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+        self.log = (self.folder / "gateway.log").open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port),
+             "--policies", str(policies), "--config", str(config), "--log-level", "warning"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        body = orjson.dumps({"model": "Qwen/Qwen3-8B", "max_tokens": 1,
+                             "messages": [{"role": "user", "content": "ready?"}]})
+        while True:  # ready when a request goes through (the pool learns its replicas' models first)
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self._kill()
+                raise RuntimeError("the gateway did not start: "
+                                   + (self.folder / "gateway.log").read_text(errors="replace")[-2000:])
+            req = urllib.request.Request(self.url + "/v1/chat/completions", data=body, headers={
+                "content-type": "application/json", "authorization": f"Bearer {self.KEY}"})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+
+    def _kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+        self.log.close()
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._start)
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self._kill)
+
+    async def decisions(self) -> Counter[str]:
+        """Route decisions so far by reason (`gateway_route_decisions_total` on its /metrics)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        async with self.http.get(self.url + "/metrics") as resp:
+            text = await resp.text()
+        lines = "\n".join(line for line in text.splitlines() if line.startswith("gateway_route_decisions_total"))
+        out: Counter[str] = Counter()
+        for family in text_string_to_metric_families(lines + "\n"):
+            for sample in family.samples:
+                out[sample.labels["reason"]] += int(sample.value)
+        return out
+
+    async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
+        try:
+            return await _send(self.http, self.url + "/v1", body, out, {"authorization": f"Bearer {self.KEY}"})
         except aiohttp.ClientError as exc:
             _failed(exc)
             return 599, "", 0.0
