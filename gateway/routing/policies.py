@@ -188,7 +188,7 @@ class CacheAware(Policy):
         # work of other groups queued there counts for nothing against it (new groups go where the least work
         # is queued, so theirs spreads by itself), neither in the prefill queue below nor, for a request
         # that is no session's next turn, in the load guard: an overloaded replica holding the prefix is
-        # still a choice unless the group's own requests there make up half its excess over the idlest.
+        # still a choice unless the group alone has `balance_abs` requests in flight there.
         own: dict[str, tuple[int, int]] = {}
         if p.group_pending and total:
             for r in candidates:
@@ -196,9 +196,7 @@ class CacheAware(Policy):
                 if m and shares[r.name] >= p.cache_threshold:
                     own[r.name] = self.group(r.name, keys, m)
             if bound is None and p.session_affinity:  # (without affinity every turn comes here: guard them all)
-                low = min(r.load for r in candidates)
-                load = {r.name: r.load for r in candidates}
-                over = {name for name in over if name not in own or own[name][0] >= (load[name] - low) / 2}
+                over = {name for name in over if name not in own or own[name][0] >= p.balance_abs}
         allowed = [r for r in candidates if r.name not in over]  # never empty: the least loaded is not over
         low = min(r.load for r in allowed)
         mean = sum(r.load for r in allowed) / len(allowed)
