@@ -201,7 +201,7 @@ class Gateway:
                     return json_response(ctx, 200, orjson.dumps(plan.cached_body()), marks)
                 ctx.upstream_body = plan.upstream_body()
             up = await open_upstream(ctx, self.clients, self.failover if provider.spec.pooled else None, method)
-            raw = await up.response.read()
+            raw = up.first + await up.response.read()
             up.release()
             ctx.status = up.status
             if up.status < 400:

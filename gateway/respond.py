@@ -209,7 +209,7 @@ async def respond_upstream(ctx: RequestContext, up: Upstream, owner: Owner) -> R
 
 async def _whole(ctx: RequestContext, up: Upstream, owner: Owner) -> Response:
     try:
-        raw = await up.response.read()
+        raw = up.first + await up.response.read()
     except Exception as exc:
         up.close()
         _finish(ctx, owner)
@@ -251,7 +251,7 @@ async def _relay_stream(ctx: RequestContext, up: Upstream, parser: StreamParser,
     splitter = SSESplitter() if sse_filter is not None else None
     with _Relaying(ctx, up, parser, owner) as relaying:
         taps = relaying.taps
-        async for chunk in up.response.content.iter_any():
+        async for chunk in up.chunks():
             events = parser.feed(chunk)
             if taps:
                 _tap(ctx, taps, events)
@@ -277,7 +277,7 @@ async def _translate_stream(ctx: RequestContext, up: Upstream, parser: StreamPar
     renderer = ctx.adapter.stream_renderer(ctx.body, ctx.request_id, _wants_usage(ctx))
     with _Relaying(ctx, up, parser, owner) as relaying:
         taps = relaying.taps
-        async for chunk in up.response.content.iter_any():
+        async for chunk in up.chunks():
             events = parser.feed(chunk)
             _tap(ctx, taps, events)
             out = b"".join(renderer.render(ev) for ev in events)
@@ -339,7 +339,7 @@ class _Relaying:
 async def _read_rest(ctx: RequestContext, up: Upstream, parser: StreamParser,
                      taps: Iterable[EventHook], owner: Owner) -> None:
     try:
-        async for chunk in up.response.content.iter_any():
+        async for chunk in up.chunks():
             _tap(ctx, taps, parser.feed(chunk))
         _tap(ctx, taps, parser.end())
         _complete(ctx, parser.answer(), "upstream")

@@ -27,6 +27,10 @@ class RoutingParams(BaseModel):
     # Weight of the prefill work this gateway has in flight on a replica beyond the least such (predicted
     # uncached bytes of its requests there), as a share of this prompt, against the uncached share.
     w_pending: float = Field(0.5, ge=0)
+    # On a replica holding the request's prefix, count only the prefill queued there by the same prefix group,
+    # and for a request that is no session's next turn apply the load guard there only when that group alone
+    # has `balance_abs` requests in flight there (a group grows onto a second one when its own load demands it).
+    group_pending: bool = True
     w_load: float = Field(0.5, ge=0)  # weight of (load − min load) / (mean load + 1) against the uncached share
     w_kv: float = Field(0.25, ge=0)  # weight of (kv_cache_usage_perc − the lowest one)
     # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`

@@ -34,6 +34,7 @@ class RouteRequest:
     event_share: dict[str, float] | None = None
     tokens: list[int] | None = None  # the prompt's token ids as a replica's /tokenize gave them (event mode)
     pending: int = 0  # predicted uncached bytes on the chosen replica (set by cache_aware)
+    ticket: int = 0  # its entry among the requests still prefilling there (set by cache_aware)
 
     def keys(self, params: RoutingParams) -> list[bytes]:
         """The request's chained chunk keys (computed once)."""
@@ -67,6 +68,14 @@ class Policy(ABC):
 
     def placed(self, req: RouteRequest, replica: Replica) -> None:
         """The request was sent to `replica` (learning hook)."""
+        return None
+
+    def prefilled(self, req: RouteRequest, replica: Replica) -> None:
+        """`req`'s prefill on `replica` is over (its first bytes came back)."""
+        return None
+
+    def ended(self, req: RouteRequest, replica: Replica) -> None:
+        """`req` is no longer in flight on `replica` (it ended or failed)."""
         return None
 
     def reset(self, replica: str) -> None:
@@ -144,6 +153,19 @@ class CacheAware(Policy):
         self._sent: dict[str, int] = {}  # rendered bytes routed to each replica since its tokens last moved
         self._bytes = 0.0  # calibration sample: bytes sent ...
         self._tokens = 0.0  # ... and the prompt tokens the replicas counted for them
+        # Requests in flight on each replica: ticket -> [chunk keys, predicted uncached bytes not yet
+        # prefilled], so a request can tell its own prefix group's load there from everyone else's.
+        self._inflight: dict[str, dict[int, list[Any]]] = {}
+        self._tickets = itertools.count(1)
+
+    def group(self, replica: str, keys: list[bytes], matched: int) -> tuple[int, int]:
+        """(requests in flight, their bytes still to prefill) on `replica` that share the first `matched`
+        chunks of `keys` — the prefix this request would reuse there."""
+        key, n, pending = keys[matched - 1], 0, 0
+        for other, left in self._inflight.get(replica, {}).values():
+            if len(other) >= matched and other[matched - 1] == key:
+                n, pending = n + 1, pending + left
+        return n, pending
 
     def overloaded(self, candidates: list[Replica]) -> set[str]:
         p = self.params
@@ -156,23 +178,38 @@ class CacheAware(Policy):
         over = self.overloaded(candidates)
         if bound is not None and bound.name not in over:
             return bound, "session"
-        allowed = [r for r in candidates if r.name not in over]  # never empty: the least loaded is not over
         keys = req.keys(p)
         total = len(keys)
         matched = self.index.match(keys, (r.name for r in candidates)) if total else {}
         shares = {r.name: matched.get(r.name, 0) / total if total else 0.0 for r in candidates}
         if req.event_share:
             shares.update(req.event_share)
+        # A prefix group is kept whole on its replica until its own load there demands a second one: the
+        # work of other groups queued there counts for nothing against it (new groups go where the least work
+        # is queued, so theirs spreads by itself), neither in the prefill queue below nor, for a request
+        # that is no session's next turn, in the load guard: an overloaded replica holding the prefix is
+        # still a choice unless the group alone has `balance_abs` requests in flight there.
+        own: dict[str, tuple[int, int]] = {}
+        if p.group_pending and total:
+            for r in candidates:
+                m = matched.get(r.name, 0)
+                if m and shares[r.name] >= p.cache_threshold:
+                    own[r.name] = self.group(r.name, keys, m)
+            if bound is None and p.session_affinity:  # (without affinity every turn comes here: guard them all)
+                over = {name for name in over if name not in own or own[name][0] >= p.balance_abs}
+        allowed = [r for r in candidates if r.name not in over]  # never empty: the least loaded is not over
         low = min(r.load for r in allowed)
         mean = sum(r.load for r in allowed) / len(allowed)
         kv_low = min(r.kv_usage for r in allowed)
-        pend_low = min(r.pending_bytes for r in allowed)
+        pending = {r.name: min(r.pending_bytes, own[r.name][1]) if r.name in own else r.pending_bytes
+                   for r in candidates}
+        pend_low = min(pending[r.name] for r in allowed)
         size = max(req.size, 1)
         tie = req.session or ""
 
         def cost(r: Replica) -> tuple[float, float, float, float, int]:
             uncached = 1.0 - shares[r.name] if total or req.event_share else 0.0
-            busier = (p.w_pending * (r.pending_bytes - pend_low) / size + p.w_load * (r.load - low) / (mean + 1.0)
+            busier = (p.w_pending * (pending[r.name] - pend_low) / size + p.w_load * (r.load - low) / (mean + 1.0)
                       + p.w_kv * (r.kv_usage - kv_low))
             return (round(uncached + busier, 9), r.load, r.kv_usage, self.index.occupancy(r.name),
                     -rendezvous(tie, r.name))
@@ -189,11 +226,22 @@ class CacheAware(Policy):
         keys = req.keys(self.params)
         if keys:
             self.index.insert(replica.name, keys)
+            req.ticket = next(self._tickets)
+            self._inflight.setdefault(replica.name, {})[req.ticket] = [keys, req.pending]
         self._sent[replica.name] = self._sent.get(replica.name, 0) + req.size
+
+    def prefilled(self, req: RouteRequest, replica: Replica) -> None:
+        entry = self._inflight.get(replica.name, {}).get(req.ticket)
+        if entry is not None:
+            entry[1] = 0
+
+    def ended(self, req: RouteRequest, replica: Replica) -> None:
+        self._inflight.get(replica.name, {}).pop(req.ticket, None)
 
     def reset(self, replica: str) -> None:
         self.index.drop(replica)
         self._sent.pop(replica, None)
+        self._inflight.pop(replica, None)
 
     def observe(self, replica: str, prev: ReplicaStats | None, stats: ReplicaStats) -> None:
         """Learn the replica's KV capacity and, from `vllm:prompt_tokens_total`, how many rendered bytes

@@ -2,8 +2,9 @@
 
 Per request: `RouteStage.before` picks a replica (`Router.decide`), points the upstream call at it and
 counts the decision; the upstream relay calls `Router.failover(ctx, status)` when the replica refused
-the connection or answered 5xx before any byte reached the client, which moves the request to
-another replica; `RouteStage.after` closes the in-flight count and feeds passive health.
+the connection, answered 5xx or broke a stream before any byte reached the client, which moves the
+request to another replica, and `Router.prefilled(ctx)` at a stream's first bytes (its prefill is over);
+`RouteStage.after` closes the in-flight count and feeds passive health.
 
 Several gateways route consistently because (1) session bindings live in the shared store and are
 read before any scoring, and (2) everything else is deterministic from shared inputs (the request,
@@ -40,6 +41,7 @@ class Decision:
     reason: str
     session: str | None
     pending: int = 0  # predicted uncached prompt bytes it adds to the replica's prefill work
+    request: RouteRequest | None = None
 
 
 @dataclass(slots=True)
@@ -159,7 +161,7 @@ class Router:
                 await self.sessions.touch(req.session, replica.name)
         reason = reason or why
         ROUTE_DECISIONS.labels(self.pool.name, replica.name, reason).inc()
-        return Decision(replica, reason, req.session, req.pending)
+        return Decision(replica, reason, req.session, req.pending, req)
 
     # ---- in-flight accounting and passive health ----
     def begin(self, replica: Replica, pending: int = 0) -> None:
@@ -167,7 +169,9 @@ class Router:
         replica.pending_bytes += pending
 
     def end(self, replica: Replica, ok: bool, status: int | None = None, connect_error: bool = False,
-            pending: int = 0) -> None:
+            pending: int = 0, request: RouteRequest | None = None) -> None:
+        if request is not None:
+            self.policy.ended(request, replica)
         replica.inflight = max(0, replica.inflight - 1)
         replica.pending_bytes = max(0, replica.pending_bytes - pending)
         self.pool.record(replica, ok, status, connect_error)
@@ -194,7 +198,8 @@ class Router:
         failed = state.current
         if failed is not None:
             state.tried.add(failed.name)
-            self.end(failed, ok=False, status=status, connect_error=status is None, pending=state.pending)
+            self.end(failed, ok=False, status=status, connect_error=status is None, pending=state.pending,
+                     request=state.request)
             state.current = None
         try:
             decision = await self.decide(state.request, exclude=state.tried, reason="failover")
@@ -206,13 +211,26 @@ class Router:
         self._point(ctx, state, decision)
         return True
 
+    def prefilled(self, ctx: RequestContext) -> None:
+        """The relay's hook: the current replica sent the first bytes of `ctx`'s stream, so its prefill is
+        done and its predicted uncached bytes stop counting as work queued there (what remains is decode)."""
+        state: RouteState | None = ctx.scratch.get("route")
+        if state is not None and state.current is not None:
+            self.done_prefill(state.current, state.pending, state.request)
+            state.pending = 0
+
+    def done_prefill(self, replica: Replica, pending: int, request: RouteRequest | None = None) -> None:
+        if request is not None:
+            self.policy.prefilled(request, replica)
+        replica.pending_bytes = max(0, replica.pending_bytes - pending)
+
     def finish(self, ctx: RequestContext) -> None:
         """The request is over: close its in-flight count and record the outcome."""
         state: RouteState | None = ctx.scratch.get("route")
         if state is None or state.current is None:
             return
         replica, state.current = state.current, None
-        self.end(replica, ok=ctx.status < 500, status=ctx.status, pending=state.pending)
+        self.end(replica, ok=ctx.status < 500, status=ctx.status, pending=state.pending, request=state.request)
 
     def _point(self, ctx: RequestContext, state: RouteState, decision: Decision) -> None:
         replica = decision.replica

@@ -1,13 +1,17 @@
 """Open the upstream request: send the body, wait for the status line and headers.
 
 Nothing has reached the client at that point, so a connect error or a 5xx from a vLLM replica can
-still be retried on another replica (the route stage picks it). Timeouts and unreachable upstreams
+still be retried on another replica (the route stage picks it). A pooled stream is held one step
+longer: until the replica's first body bytes, which a replica sends only once its prefill is done, so
+a replica that dies while it queues or prefills (the longest part of most requests) is retried too, and
+the router learns that the request's prefill work there is over. Timeouts and unreachable upstreams
 become the gateway's own 504 and 502 in the caller's error shape.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +38,10 @@ class Failover(Protocol):
         """Point `ctx` at another replica after a failure before any byte was relayed; False if none."""
         ...
 
+    def prefilled(self, ctx: RequestContext) -> None:
+        """The replica's first body bytes of `ctx`'s stream arrived: its prefill there is done."""
+        ...
+
 
 class ErrorHook(Protocol):
     async def on_upstream_error(self, ctx: RequestContext, status: int, body: bytes) -> bool:
@@ -48,6 +56,15 @@ class Upstream:
     status: int
     headers: dict[str, str]
     response: aiohttp.ClientResponse
+    first: bytes = b""  # body bytes already read (a pooled stream's first chunk), relayed before the rest
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, starting with the bytes already read."""
+        if self.first:
+            first, self.first = self.first, b""
+            yield first
+        async for chunk in self.response.content.iter_any():
+            yield chunk
 
     @property
     def is_event_stream(self) -> bool:
@@ -106,4 +123,23 @@ async def open_upstream(ctx: RequestContext, clients: UpstreamClients, router: F
             if await hook.on_upstream_error(ctx, response.status, await response.read()):
                 response.release()
                 continue
-        return Upstream(response.status, relayable_headers(response), response)
+        up = Upstream(response.status, relayable_headers(response), response)
+        if router is not None and response.status == 200 and ctx.stream and up.is_event_stream:
+            try:
+                up.first = await response.content.readany()
+            except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+                response.close()
+                UPSTREAM_ERRORS.labels(ctx.provider, "timeout").inc()
+                raise GatewayError(504, f"The upstream ({ctx.provider}) did not answer in time.") from exc
+            except aiohttp.ClientError:
+                up.first = b""
+            if not up.first:  # the replica went away before its first byte: nothing reached the client yet
+                response.close()
+                UPSTREAM_ERRORS.labels(ctx.provider, "connect").inc()
+                log.warning("upstream stream broke before its first byte", extra={
+                    "request_id": ctx.request_id, "provider": ctx.provider, "replica": ctx.replica})
+                if attempts < 8 and await router.failover(ctx, None):
+                    continue
+                raise GatewayError(502, f"The upstream ({ctx.provider}) broke off its answer.")
+            router.prefilled(ctx)
+        return up

@@ -2,22 +2,24 @@
 hashing, on emulated vLLM replicas with limited KV and a realistic prefill cost.
 
     llm-cache-gateway bench routing [--workloads a,b,c] [--policies cache_aware,round_robin,...]
-                                    [--via gateway|router] [--scale 1.0] [--concurrency 24]
+                                    [--via process|gateway|router] [--scale 1.0] [--concurrency 24]
+                                    [--against sglang-router,vllm-router] [--failover]
                                     [--kv-blocks 3072] [--max-num-seqs 8] [--json out.json]
 
 Emulator subprocesses (`python -m gateway_dev.emulators`) serve four vLLM replicas (vLLM's block prefix cache with
 LRU eviction, `max_num_seqs` and a waiting queue; KV capacity `--kv-blocks` blocks of 16 tokens; the
 `realistic` latency preset of an 8B model on an H100: 30 ms + 250 µs per uncached prompt token + 10 µs per
 cached one, 12 ms per output token) and one replica with unlimited KV for the upper bound. Each policy runs
-through the whole gateway (`--via gateway`, the default: the route stage wired as the app wires it, the
-gateway in a thread of this process) or with the `Router` driven directly (`--via router`). Clients stream;
+through the whole gateway as its own `llm-cache-gateway serve` process (`--via process`, the default, as the
+peer routers run), the gateway in a thread of this process (`--via gateway`: the clients then share its
+interpreter), or with the `Router` driven directly (`--via router`). Clients stream;
 TTFT runs from sending (before the routing decision) to the first content token. The replicas' caches and
 counters are reset between runs. Hit rates and per-replica request counts come from the replicas' own
 `/metrics` (`vllm:prefix_cache_*`, `vllm:request_success_total`).
 
 Workloads: (a) multi-turn agent sessions (5–30 turns, a shared agent prompt, tool results appended each turn);
 (b) SGLang's generated-shared-prefix (groups × prompts, a long system prompt, a short question, shuffled);
-(c) agent sessions mixed with 20% one-off requests.
+(c) agent sessions mixed with 20% one-off requests; (d) multi-tenant agents (a long system prompt per tenant).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import orjson
 
 from gateway_dev.bench.routing_peers import PINS, PeerTarget, ensure_venv
 from gateway_dev.bench.routing_report import report
+from gateway_dev.bench.routing_targets import _CLIENT_ERRORS, DirectTarget, GatewayProcess, GatewayTarget, _send
 from gateway_dev.bench.routing_workloads import Workload, make_workloads
 
 MODEL = "Qwen/Qwen3-8B"
@@ -66,109 +69,6 @@ class Result:
     def imbalance(self) -> float:
         counts = list(self.per_replica.values())
         return max(counts) / statistics.mean(counts) if counts and statistics.mean(counts) else float("nan")
-
-
-async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], out: int,
-                headers: dict[str, str] | None = None) -> tuple[int, str, float]:
-    """Stream one chat completion; (status, text, perf_counter() at the first content token)."""
-    first, parts = 0.0, []
-    async with http.post(base + "/chat/completions", data=orjson.dumps(body), headers={
-            "content-type": "application/json", "x-emulator-output-tokens": str(out), **(headers or {})}) as resp:
-        if resp.status != 200:
-            await resp.read()
-            return resp.status, "", 0.0
-        async for line in resp.content:
-            if not line.startswith(b"data: ") or line.startswith(b"data: [DONE]"):
-                continue
-            chunk = orjson.loads(line[6:])
-            for choice in chunk.get("choices") or []:
-                piece = (choice.get("delta") or {}).get("content")
-                if piece:
-                    first = first or time.perf_counter()
-                    parts.append(piece)
-    return 200, "".join(parts), first
-
-
-_CLIENT_ERRORS: Counter[str] = Counter()
-
-
-def _failed(exc: BaseException) -> None:
-    _CLIENT_ERRORS[f"{type(exc).__name__}: {exc}"[:120]] += 1
-
-
-class DirectTarget:
-    """The router in this process; each request streamed straight to the chosen replica."""
-
-    def __init__(self, http: aiohttp.ClientSession, urls: list[str], routing: Any) -> None:
-        from gateway.routing.pool import ReplicaPool
-        from gateway.routing.router import Router
-        from gateway.stores.memory import MemoryStore
-
-        self.http = http
-        self.router = Router(ReplicaPool(urls, routing=routing, session=http), store=MemoryStore())
-
-    async def start(self) -> None:
-        await self.router.start()
-
-    async def stop(self) -> None:
-        await self.router.stop()
-
-    async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
-        from gateway.routing.sessions import session_key
-
-        router = self.router
-        decision = await router.decide(router.request(body, session_key(body)))
-        replica = decision.replica
-        router.begin(replica, decision.pending)
-        try:
-            status, text, first = await _send(self.http, replica.base_url, body, out)
-        except aiohttp.ClientError as exc:
-            _failed(exc)
-            status, text, first = 599, "", 0.0
-        router.end(replica, ok=status == 200, status=status, pending=decision.pending)
-        return status, text, first
-
-
-class GatewayTarget:
-    """The whole gateway (route stage only, wired as the app wires it) on a loopback port in a thread."""
-
-    KEY = "bench-routing-key"
-
-    def __init__(self, http: aiohttp.ClientSession, urls: list[str], routing: Any, folder: Path) -> None:
-        self.http, self.urls, self.routing, self.folder = http, urls, routing, folder
-
-    def _start(self) -> None:
-        from gateway.app import create_app
-        from gateway.assembly import build_components
-        from gateway.config import Settings
-        from gateway.routing import ReplicaPool, Router, RouteStage
-        from gateway.stores import open_store
-        from gateway_dev.localrun import UvicornThread, write_policies
-
-        write_policies(self.folder / "policies", {"bench": {"key": self.KEY}})
-        settings = Settings.load(env={}, policies=self.folder / "policies", data_dir=self.folder / "data",
-                                 vllm_endpoints=self.urls, routing=self.routing)
-        store = open_store(settings)
-        router = Router(ReplicaPool.from_settings(settings), settings.routing, store)
-        parts = build_components(settings, store=store, stages=[RouteStage(router)])
-        parts.providers.pool_serves = router.pool.serves
-        parts.gateway.failover = router
-        parts.pool = router.pool
-        self.server = UvicornThread(create_app(settings, parts)).start()
-
-    async def start(self) -> None:
-        await asyncio.to_thread(self._start)
-
-    async def stop(self) -> None:
-        await asyncio.to_thread(self.server.stop)
-
-    async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
-        try:
-            return await _send(self.http, self.server.url + "/v1", body, out,
-                               {"authorization": f"Bearer {self.KEY}"})
-        except aiohttp.ClientError as exc:
-            _failed(exc)
-            return 599, "", 0.0
 
 
 def _decisions() -> Counter[str]:
@@ -201,19 +101,25 @@ async def _replica_counts(http: aiohttp.ClientSession, urls: list[str]) -> tuple
 
 
 async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl: Workload,
-                  concurrency: int, params: dict[str, Any], via_gateway: bool, folder: Path) -> Result:
+                  concurrency: int, params: dict[str, Any], via: str, folder: Path) -> Result:
     from gateway.config import RoutingConfig
 
     routing = RoutingConfig(policy=policy if policy in POLICIES else "cache_aware" if policy == EVENTS
                             else "round_robin", health_interval=1.0,
                             metrics_interval=0.5, params=params)
-    target: DirectTarget | GatewayTarget | PeerTarget
+    target: DirectTarget | GatewayTarget | GatewayProcess | PeerTarget
     if policy in PINS:
         target = PeerTarget(http, policy, urls)
-    elif via_gateway:
+    elif via == "process":
+        target = GatewayProcess(http, urls, routing, folder / policy)
+    elif via == "gateway":
         target = GatewayTarget(http, urls, routing, folder / policy)
     else:
         target = DirectTarget(http, urls, routing)
+
+    async def decisions() -> Counter[str]:
+        return await target.decisions() if isinstance(target, GatewayProcess) else _decisions()
+
     async def reset() -> None:
         for url in urls:  # empty caches and zeroed counters: every policy starts cold
             async with http.post(url + "/_emulator/reset", json={"cache": True}) as resp:
@@ -227,7 +133,7 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
         await reset()
     if policy == EVENTS:  # the router's SUB sockets connect before the first batch (seq 0 after the reset)
         await asyncio.sleep(1.0)
-    decided = _decisions()
+    decided = await decisions()
     queue = list(reversed(wl.sessions))
     one_offs = list(reversed(wl.one_offs))
     side: list[asyncio.Task[str | None]] = []
@@ -268,10 +174,10 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
         while one_offs:  # whatever the sessions did not pace out
             side.append(asyncio.create_task(send(one_offs.pop().messages)))
         await asyncio.gather(*side)
-    finally:  # interrupted too: a peer router's process must not outlive the run
         wall = time.perf_counter() - start
+        reasons = await decisions() - decided
+    finally:  # interrupted too: a peer router's (or our gateway's) process must not outlive the run
         await target.stop()
-    reasons = _decisions() - decided
     if errors.pop("599", 0):
         errors.update(_CLIENT_ERRORS)
     hits, queries, served = await _replica_counts(http, urls)
@@ -330,9 +236,9 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     folder = Path(scratch.name)
     try:
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
-            how = ("through the gateway (route stage wired as in the app, in a thread of this process)"
-                   if args.via == "gateway" else "driving the router directly (real pool and policies, HTTP to "
-                   "the replicas)")
+            how = {"process": "ours as its own `llm-cache-gateway serve` process, like each peer router",
+                   "gateway": "through the gateway (route stage wired as in the app, in a thread of this process)",
+                   "router": "driving the router directly (real pool and policies, HTTP to the replicas)"}[args.via]
             print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
                   f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
                   f"clients; {how}\n", flush=True)
@@ -345,7 +251,7 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                     if policy == EVENTS:
                         params["kv_events_endpoints"] = dict(zip((u[7:] for u in urls), replicas.events, strict=True))
                     results[policy] = await run_one(http, urls, policy, wl, args.concurrency, params,
-                                                    args.via == "gateway", folder)
+                                                    args.via, folder)
                 lines, checks = report(wl, results, args.concurrency)
                 print("\n".join(lines) + "\n", flush=True)
                 all_checks.update(checks)
@@ -398,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kv-blocks", type=int, default=4096, help="KV capacity of each replica, 16-token blocks")
     p.add_argument("--max-num-seqs", type=int, default=8)
     p.add_argument("--latency", default="realistic", help="emulator latency preset or spec")
-    p.add_argument("--via", choices=("gateway", "router"), default="gateway",
-                   help="through the whole gateway (default) or driving the router directly")
+    p.add_argument("--via", choices=("process", "gateway", "router"), default="process",
+                   help="ours as its own serve process (default, as the peers run), the gateway in a thread of "
+                   "the benchmark, or the router driven directly")
     p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", default=None, help="also write the figures to this file")

@@ -25,8 +25,9 @@ MODEL = "Qwen/Qwen3-8B"
 async def failover_one(http: aiohttp.ClientSession, name: str, wl: Workload, concurrency: int,
                        params: dict[str, Any], folder: Path, latency: str) -> dict[str, Any]:
     from gateway.config import RoutingConfig
-    from gateway_dev.bench.routing import _CLIENT_ERRORS, POLICIES, GatewayTarget
+    from gateway_dev.bench.routing import POLICIES
     from gateway_dev.bench.routing_peers import PINS, PeerTarget
+    from gateway_dev.bench.routing_targets import _CLIENT_ERRORS, GatewayProcess
     from gateway_dev.emulators.process import EmulatorProcess
 
     procs = [EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
@@ -39,7 +40,7 @@ async def failover_one(http: aiohttp.ClientSession, name: str, wl: Workload, con
     else:
         routing = RoutingConfig(policy=name if name in POLICIES else "cache_aware", health_interval=1.0,
                                 metrics_interval=0.5, params=params)
-        target = GatewayTarget(http, urls, routing, folder / f"failover-{name}")
+        target = GatewayProcess(http, urls, routing, folder / f"failover-{name}")
     statuses: Counter[str] = Counter()
     _CLIENT_ERRORS.clear()
     try:

@@ -122,7 +122,7 @@ class PeerTarget:
     async def call(self, body: dict[str, Any], out: int) -> tuple[int, str, float]:
         import aiohttp
 
-        from gateway_dev.bench.routing import _failed, _send
+        from gateway_dev.bench.routing_targets import _failed, _send
 
         try:
             return await _send(self.http, self.peer.url, body, out)

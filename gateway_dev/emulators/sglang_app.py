@@ -23,8 +23,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway_dev.emulators.sglang_radix import RadixCache
-from gateway_dev.emulators.vllm_app import VLLMReplica, _Seq
+from gateway_dev.emulators.vllm_app import VLLMReplica
 from gateway_dev.emulators.vllm_metrics import LabelledFamilies, ReplicaMetrics
+from gateway_dev.emulators.vllm_scheduler import Seq
 from gateway_dev.emulators.web import EmulatorResponse, json_response
 
 VERSION = "0.5.4+emulator"
@@ -42,20 +43,20 @@ class SGLangReplica(VLLMReplica):
     def _new_cache(self) -> Any:
         return RadixCache(self.config.kv_capacity_blocks * self.config.block_size)
 
-    def _new_seq(self, prompt: list[int], body: dict[str, Any], n_out: int) -> _Seq:
-        return _Seq(prompt, [], n_out)  # total_blocks: the output tokens reserved at admission
+    def _new_seq(self, prompt: list[int], body: dict[str, Any], n_out: int) -> Seq:
+        return Seq(prompt, [], n_out)  # total_blocks: the output tokens reserved at admission
 
     def _new_metrics(self) -> Any:
         return SGLangMetrics(self)
 
-    def _report_cached(self, usage: dict[str, Any], seq: _Seq) -> None:
+    def _report_cached(self, usage: dict[str, Any], seq: Seq) -> None:
         if self.config.enable_cache_report:
             usage["prompt_tokens_details"]["cached_tokens"] = seq.hit_tokens
         else:
             usage["prompt_tokens_details"] = None
 
     # -- scheduler ------------------------------------------------------------------------------------
-    def _try_admit(self, seq: _Seq) -> bool:
+    def _try_admit(self, seq: Seq) -> bool:
         if self.running >= self.config.max_num_seqs:
             return False
         admitted = self.kv.admit(seq.prompt, seq.total_blocks)
@@ -66,7 +67,7 @@ class SGLangReplica(VLLMReplica):
         self.running += 1
         return True
 
-    def release(self, seq: _Seq, output_tokens: list[int]) -> None:
+    def release(self, seq: Seq, output_tokens: list[int]) -> None:
         self.kv.finish(seq.blocks[0], seq.prompt, output_tokens, seq.total_blocks)
         seq.blocks = []
         self.running -= 1

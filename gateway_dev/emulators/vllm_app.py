@@ -4,7 +4,6 @@ queue. Each replica is its own ASGI app on its own port."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -27,8 +26,9 @@ from gateway_dev.emulators.openai_render import render_chat
 from gateway_dev.emulators.shapes import Shape, check, explain
 from gateway_dev.emulators.shapes_openai import VLLMChatRequest, VLLMCompletionRequest, VLLMTokenizeRequest
 from gateway_dev.emulators.tokens import encode, get_tokenizer
-from gateway_dev.emulators.vllm_kv import Block, KVCacheManager
+from gateway_dev.emulators.vllm_kv import KVCacheManager
 from gateway_dev.emulators.vllm_metrics import ReplicaMetrics
+from gateway_dev.emulators.vllm_scheduler import Scheduler, Seq
 from gateway_dev.emulators.web import (
     Call,
     EmulatorError,
@@ -95,19 +95,7 @@ def _typed(body: dict[str, Any], fields: tuple[tuple[str, tuple[type, ...]], ...
     return {**body, **parsed.model_dump(include=_SCALARS & body.keys(), exclude_unset=True, by_alias=True)}
 
 
-class _Seq:
-    """A request from admission to release."""
-
-    __slots__ = ("blocks", "event", "hashes", "hit_tokens", "prompt", "total_blocks")
-
-    def __init__(self, prompt: list[int], hashes: list[int], total_blocks: int) -> None:
-        self.prompt, self.hashes, self.total_blocks = prompt, hashes, total_blocks
-        self.blocks: list[Block] = []
-        self.hit_tokens = 0
-        self.event: asyncio.Event | None = None
-
-
-class VLLMReplica:
+class VLLMReplica(Scheduler):
     def __init__(self, state: EmulatorState, faults: FaultController, config: VLLMConfig | None = None,
                  index: int = 0) -> None:
         self.state, self.faults, self.index = state, faults, index
@@ -117,7 +105,7 @@ class VLLMReplica:
         self.max_model_len = min(self.config.max_model_len, self.config.kv_capacity_blocks * self.config.block_size)
         self._lane = 0.0  # when the shared prefill lane is next free (monotonic seconds)
         self.running = 0
-        self.waiting: deque[_Seq] = deque()
+        self.waiting: deque[Seq] = deque()
         self.metrics = self._new_metrics()
         self.events: Any = None
         if self.config.kv_events and self.config.engine == "vllm":
@@ -134,67 +122,12 @@ class VLLMReplica:
     def _new_cache(self) -> Any:
         return KVCacheManager(self.config.kv_capacity_blocks, self.config.block_size)
 
-    def _new_seq(self, prompt: list[int], body: dict[str, Any], n_out: int) -> _Seq:
-        return _Seq(prompt, self.kv.block_hashes(prompt, body.get("cache_salt")),
+    def _new_seq(self, prompt: list[int], body: dict[str, Any], n_out: int) -> Seq:
+        return Seq(prompt, self.kv.block_hashes(prompt, body.get("cache_salt")),
                     self.kv.blocks_needed(len(prompt) + n_out))
 
-    def _report_cached(self, usage: dict[str, Any], seq: _Seq) -> None:
+    def _report_cached(self, usage: dict[str, Any], seq: Seq) -> None:
         usage["prompt_tokens_details"]["cached_tokens"] = seq.hit_tokens
-
-    async def _prefill_wait(self, latency: Any, uncached: int, cached: int) -> None:
-        if not self.config.shared_prefill:
-            await pause(latency.ttft(uncached, cached))
-            return
-        now = time.monotonic()
-        start = max(now, self._lane)
-        self._lane = start + uncached * latency.prefill_per_token_s
-        await pause(self._lane - now + latency.ttft(0, cached))
-
-    # -- scheduler ------------------------------------------------------------------------------------
-    def _try_admit(self, seq: _Seq) -> bool:
-        if self.running >= self.config.max_num_seqs:
-            return False
-        hit = self.kv.hit_blocks(seq.hashes, len(seq.prompt))
-        if not self.kv.can_allocate(seq.hashes, hit, seq.total_blocks):
-            return False
-        seq.blocks = self.kv.allocate(seq.hashes, hit, seq.total_blocks, len(seq.prompt), seq.prompt)
-        seq.hit_tokens = hit * self.config.block_size
-        self.running += 1
-        if self.events is not None:
-            self.events.flush()
-        return True
-
-    async def admit(self, seq: _Seq) -> None:
-        if not self.waiting and self._try_admit(seq):
-            return
-        seq.event = asyncio.Event()
-        self.waiting.append(seq)
-        try:
-            await seq.event.wait()
-        except BaseException:
-            if seq in self.waiting:
-                self.waiting.remove(seq)
-            elif seq.blocks:  # admitted just as we were cancelled
-                self.release(seq, [])
-            raise
-
-    def release(self, seq: _Seq, output_tokens: list[int]) -> None:
-        if output_tokens:
-            full = seq.prompt + output_tokens
-            start = len(seq.prompt) // self.config.block_size
-            parent = seq.hashes[start - 1] if start else 0
-            hashes = self.kv.block_hashes(full, parent=parent, start_block=start)
-            self.kv.cache_full_blocks(seq.blocks[start:], hashes, parent or None,
-                                      full[start * self.config.block_size:])
-        self.kv.release(seq.blocks)
-        if self.events is not None:
-            self.events.flush()
-        seq.blocks = []
-        self.running -= 1
-        while self.waiting and self._try_admit(self.waiting[0]):
-            head = self.waiting.popleft()
-            assert head.event is not None
-            head.event.set()
 
     def reset(self) -> None:
         """Drop the prefix cache and the stats (a restarted replica)."""

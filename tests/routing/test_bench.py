@@ -35,3 +35,15 @@ def test_bench_runs_and_reports_every_policy(tmp_path: Path, capsys: pytest.Capt
     assert all(f["errors"] == {} for f in figures.values())
     assert figures["bound"]["hit_rate"] >= figures["round_robin"]["hit_rate"]
     assert "cache_aware decisions:" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_bench_runs_ours_as_its_own_gateway_process(tmp_path: Path) -> None:
+    """The default target: `llm-cache-gateway serve` in a subprocess; its decisions come from its /metrics."""
+    out = tmp_path / "routing.json"
+    main(["--workloads", "b", "--scale", "0.05", "--concurrency", "4", "--policies", "cache_aware",
+          "--no-targets", "--json", str(out)])
+    ours = json.loads(out.read_text())["results"]["b"]["cache_aware"]
+    assert ours["errors"] == {}
+    assert sum(ours["reasons"].values()) == sum(ours["per_replica"].values()) == 24  # 4 groups x 6 prompts
+    assert set(ours["reasons"]) <= {"prefix", "least_loaded", "load_guard", "session"}

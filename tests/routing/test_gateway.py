@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,3 +104,34 @@ def test_no_replica_left_is_a_clean_openai_error(stack: tuple[EmulatorSet, Any, 
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
     assert err.value.status_code in (502, 503)
     assert isinstance(err.value.body, dict) and "message" in err.value.body
+
+
+def test_stream_whose_replica_dies_before_its_first_byte_is_retried(
+        stack: tuple[EmulatorSet, Any, openai.OpenAI]) -> None:
+    """A replica that crashes while it prefills has sent the stream's headers but no byte of its body: the
+    gateway holds the client's stream until the first body bytes, so the request moves to another replica
+    and the client sees one whole answer (a stream cut after bytes reached the client cannot be retried)."""
+    emu, router, client = stack
+    emu.state.latency = emu.latency.set(base_s=1.5)  # a long prefill on every replica
+    killed: list[int] = []
+
+    def kill_the_busy_one() -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not killed:
+            busy = [i for i, n in enumerate(calls(emu)) if n]
+            if busy:
+                time.sleep(0.3)  # well inside its 1.5 s prefill
+                emu.stop_vllm(busy[0])  # abrupt: the open connection is reset
+                killed.append(busy[0])
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_the_busy_one)
+    killer.start()
+    chunks = list(client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Summarise the incident."}], stream=True))
+    killer.join()
+    assert killed, "no replica was busy"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    served = calls(emu)
+    assert served[killed[0]] == 1 and sum(served) == 2  # the dead replica's try, then one other's answer
+    assert all(r.pending_bytes == 0 and r.inflight == 0 for r in router.pool.replicas.values())

@@ -111,6 +111,47 @@ async def test_sessions_sharing_a_system_prompt_group_together() -> None:
     assert len({next(iter(n)) for n in groups.values()}) == 4  # the groups are spread over the replicas
 
 
+@pytest.mark.parametrize("group_pending", [True, False])
+async def test_a_prefix_group_stays_whole_while_other_groups_work_queues_on_its_replica(group_pending: bool) -> None:
+    router = make_router(group_pending=group_pending)  # each question its own session: none is bound
+    system = long_text("group", 400)
+    first = await router.decide(router.request(chat(system, "question 0?"), "q0"))
+    home = first.replica
+    router.begin(home, first.pending)
+    router.done_prefill(home, first.pending, first.request)  # its prefill is over: the group's own queue is empty
+    home.pending_bytes += 4 * len(system)  # four cold prompts of other groups still prefill there
+    decisions = [await router.decide(router.request(chat(system, f"question {q}?"), f"q{q}")) for q in range(1, 4)]
+    moved = [d.replica for d in decisions]
+    if group_pending:  # the work queued there is not the group's: it stays whole
+        assert all(r is home for r in moved)
+    else:  # counted as the group's: the group is split
+        assert any(r is not home for r in moved)
+    for d in [first, *decisions]:  # all answered
+        router.end(d.replica, ok=True, request=d.request)
+    home.pending_bytes = 0
+    for replica in router.pool.replicas.values():  # other groups' requests in flight: the guard trips on home
+        replica.inflight = 10 if replica is home else 2
+    guarded = (await router.decide(router.request(chat(system, "question 9?"), "q9"))).replica
+    assert (guarded is home) == group_pending  # none of them is this group's: it is no reason to split it
+
+
+async def test_a_prefix_group_whose_own_requests_queue_grows_onto_the_replica_holding_its_blocks() -> None:
+    router = make_router(session_affinity=False)
+    system = long_text("group", 400)
+    decisions = []
+    for q in range(8):  # none finishes its prefill: the group's own queue grows on its replica
+        d = await router.decide(router.request(chat(system, f"question {q}? " + long_text(f"q{q}", 40)), f"q{q}"))
+        router.begin(d.replica, d.pending)
+        decisions.append(d)
+    holders = {d.replica.name for d in decisions}
+    assert len(holders) >= 2  # its own load made it grow
+    for d in decisions:  # all done
+        router.end(d.replica, ok=True, pending=d.pending, request=d.request)
+    for q in range(8, 12):  # the group's next requests go to a replica that holds its blocks, not a fresh one
+        d = await router.decide(router.request(chat(system, f"question {q}? " + long_text(f"q{q}", 40)), f"q{q}"))
+        assert d.replica.name in holders and d.reason == "prefix"
+
+
 def guarded(router: Router) -> float:
     return sum(ROUTE_DECISIONS.labels("vllm", r.name, "load_guard")._value.get() for r in router.pool.replicas.values())
 
