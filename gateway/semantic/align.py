@@ -11,11 +11,10 @@ or a reworded question) is what the guard judges.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gateway.semantic.lean_import import without
+from gateway.semantic.lean_tables import noun_verb_lemmas, readings
 from gateway.semantic.lexical import Analysis, Token
 from gateway.semantic.lexicon import english_words, wordnet_senses
 
@@ -77,25 +76,11 @@ def same_word(a: Token, b: Token) -> bool:
     return False
 
 
-@lru_cache(maxsize=1)
-def _lemminflect() -> Callable[[str], dict[str, tuple[str, ...]]] | None:
-    try:
-        with without("spacy"):  # its spaCy hook is never used here (see lean_import)
-            from lemminflect import getAllLemmas
-    except ImportError:
-        return None
-    return getAllLemmas  # type: ignore[no-any-return]
-
-
 @lru_cache(maxsize=65536)
 def lemmas(word: str) -> frozenset[str]:
     """The noun and verb lemmas of an English word form (LemmInflect's lexicon; empty without it).
     Adjective and adverb lemmas are left out on purpose: `better` → `good` is a comparative."""
-    get_all_lemmas = _lemminflect()
-    if get_all_lemmas is None:
-        return frozenset()
-    found = get_all_lemmas(word)
-    return frozenset(lemma for pos in ("NOUN", "VERB") for lemma in found.get(pos, ()))
+    return noun_verb_lemmas(word) or frozenset()
 
 
 @lru_cache(maxsize=65536)
@@ -103,7 +88,7 @@ def synonyms(x: str, y: str) -> bool:
     """Both words (or their noun/verb lemmas) share a synset among their most frequent WordNet senses."""
     senses = wordnet_senses()
 
-    def of(word: str) -> frozenset[str]:
+    def of(word: str) -> frozenset[int]:
         found = senses.get(word, frozenset())
         for lemma in lemmas(word):
             found |= senses.get(lemma, frozenset())
@@ -220,10 +205,7 @@ def align(a: Analysis, b: Analysis) -> Alignment:
 @lru_cache(maxsize=8192)
 def homophones(x: str, y: str) -> bool:
     """Two Chinese characters that share a reading (tone ignored): 账/帐, 置/制, 邮/油."""
-    try:
-        from pypinyin import Style, pinyin
-    except ImportError:  # optional: without it a mistyped character is a changed character
+    rx, ry = readings(x), readings(y)
+    if rx is None or ry is None:  # pypinyin is optional: without it a mistyped character is a changed one
         return False
-    rx = set(pinyin(x, heteronym=True, style=Style.NORMAL)[0])
-    ry = set(pinyin(y, heteronym=True, style=Style.NORMAL)[0])
     return bool(rx & ry) and x.isalpha() and y.isalpha() and rx != {x} and ry != {y}

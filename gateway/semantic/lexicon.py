@@ -14,6 +14,9 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
+from gateway.semantic import lean_tables
+from gateway.semantic.lean_tables import Senses
+
 # Function words (after NLTK's English list) minus negators, direction/time prepositions and
 # scope quantifiers, plus greetings and politeness fillers that never change what is asked.
 EN_STOP = frozenset("""
@@ -94,17 +97,10 @@ ZH_ANTONYMS: tuple[tuple[str, str], ...] = (
 
 
 @lru_cache(maxsize=1)
-def wordnet_senses() -> dict[str, frozenset[str]]:
+def wordnet_senses() -> Senses:
     """English lemma → the synsets of its most frequent senses (WordNet 3.0; see WORDNET_LICENSE.txt).
     Two words that share one are synonyms in a common sense (`movie`/`film`, `annual`/`yearly`)."""
-    import gzip
-
-    raw = resources.files("gateway.semantic").joinpath("data/wordnet_synsets.tsv.gz").read_bytes()
-    table: dict[str, set[str]] = {}
-    for line in gzip.decompress(raw).decode("utf-8").splitlines():
-        lemma, pos, offsets = line.split("\t")
-        table.setdefault(lemma, set()).update(pos + o for o in offsets.split(","))
-    return {k: frozenset(v) for k, v in table.items()}
+    return lean_tables.wordnet_senses()
 
 
 @lru_cache(maxsize=1)

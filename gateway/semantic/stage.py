@@ -38,6 +38,7 @@ from gateway.semantic.embedder import Embedder, backend_from_settings
 from gateway.semantic.guard import REWORDED, cosine_for, similarity, warm_up
 from gateway.semantic.judge import Judge
 from gateway.semantic.key import context_hash, skip_reason
+from gateway.semantic.lean_import import release_freed_memory
 from gateway.semantic.learning import Learner, Pending, Served
 from gateway.semantic.options import SemanticOptions
 from gateway.semantic.store import Entry, Scope, VectorStore, collection_name
@@ -158,6 +159,7 @@ class SemanticCacheStage(Stage):
             # load the guard's word lists and the pinyin table now, not on the first request
             await asyncio.get_running_loop().run_in_executor(None, warm_up)
             await self.checks.load_all()  # parsers and the paraphrase model, before the first lookup
+            await asyncio.get_running_loop().run_in_executor(None, release_freed_memory)
             if self.store is None:
                 self.store = open_vector_store(self.settings, self.embedder.name, self.embedder.dim)
         except Exception as exc:

@@ -1,0 +1,79 @@
+"""The compact tables answer exactly what the libraries answer (`gateway.semantic.lean_tables`)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+from importlib import resources
+
+import pytest
+
+from gateway.semantic import lean_tables
+from gateway.semantic.align import homophones, lemmas, synonyms
+
+_READINGS = """
+import json, sys
+from pypinyin import Style, pinyin, pinyin_dict
+chars = sorted(pinyin_dict.pinyin_dict)
+print(json.dumps({k: sorted(pinyin(chr(k), heteronym=True, style=Style.NORMAL)[0]) for k in chars}))
+"""
+
+
+def test_single_character_readings_match_pypinyin_with_its_phrase_table() -> None:
+    """Every character of pypinyin's table, against pypinyin imported the ordinary way (phrases and all),
+    in a process of its own (this one may already hold the lean import)."""
+    pytest.importorskip("pypinyin")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPINYIN_")}
+    done = subprocess.run([sys.executable, "-c", _READINGS], env=env, capture_output=True, text=True, timeout=120,
+                          check=True)
+    full = json.loads(done.stdout)
+    assert len(full) > 40_000
+    mismatched = [k for k, want in full.items() if sorted(lean_tables.readings(chr(int(k))) or ()) != want]
+    assert mismatched == []
+    assert "PYPINYIN_NO_PHRASES" not in os.environ  # set for the import only
+    assert homophones("帐", "账") and not homophones("年", "病")
+
+
+def test_noun_and_verb_lemmas_match_lemminflect() -> None:
+    lemminflect = pytest.importorskip("lemminflect")
+    from lemminflect import config
+    from lemminflect.codecs.LemmaLUCodec import LemmaLUCodec
+    from lemminflect.codecs.OverridesCodec import OverridesCodec
+
+    words = sorted(LemmaLUCodec.load(config.lemma_lu_fn))
+    sample = random.Random(5).sample(words, 3000) + sorted(OverridesCodec.load(config.lemma_overrides_fn))
+    sample += ["zzyzx", "", "Running", "BOUGHT", "Movies", "'d"]
+    for word in sample:
+        for form in (word, word.capitalize(), word.upper()):
+            found = lemminflect.getAllLemmas(form)
+            want = frozenset(lemma for pos in ("NOUN", "VERB") for lemma in found.get(pos, ()))
+            assert lean_tables.noun_verb_lemmas(form) == want, form
+    assert lemmas("bought") == {"buy"} and "movie" in lemmas("movies")
+
+
+def test_wordnet_senses_keep_every_lemmas_synsets() -> None:
+    raw = resources.files("gateway.semantic").joinpath("data/wordnet_synsets.tsv.gz").read_bytes()
+    table: dict[str, set[str]] = {}
+    for line in gzip.decompress(raw).decode("utf-8").splitlines():
+        lemma, pos, offsets = line.split("\t")
+        table.setdefault(lemma, set()).update(pos + o for o in offsets.split(","))
+    senses = lean_tables.wordnet_senses()
+    assert len(senses) == len(table)
+    for lemma, want in table.items():
+        assert lemma in senses and len(senses.get(lemma)) == len(want), lemma
+    # the numbers stand for the names one to one: each synset groups the same lemmas under either
+    by_code: dict[int, set[str]] = {}
+    for lemma in table:
+        for code in senses.get(lemma):
+            by_code.setdefault(code, set()).add(lemma)
+    by_name: dict[str, set[str]] = {}
+    for lemma, want in table.items():
+        for name in want:
+            by_name.setdefault(name, set()).add(lemma)
+    assert sorted(map(sorted, by_code.values())) == sorted(map(sorted, by_name.values()))
+    assert senses.get("no such lemma") == frozenset()
+    assert synonyms("movie", "film") and not synonyms("movie", "password")
