@@ -18,7 +18,7 @@ async def test_loaded_checks_answer_from_the_parse_and_the_model() -> None:
     spawned: list[Any] = []
     checks = OffLoopChecks(GuardParams(), spawned.append)
     await checks.load_all()
-    assert structure.ready("en") and structure.ready("zh") and paraphrase.ready()
+    assert structure.ready("en") and paraphrase.ready()
     assert await checks.confident(LANG_Q, LANG_R, "en", 0.9)
     assert await checks.agree(LANG_Q, LANG_R, "en") is True
     assert not await checks.roles_agree("Can I add my daughter to my phone plan?",
@@ -40,3 +40,17 @@ async def test_a_part_still_loading_gives_the_careful_answer(monkeypatch: pytest
     for task in spawned:
         await task  # the one load it started in a worker thread
     assert len(spawned) == 2  # the parser and the model, loaded once however often asked
+
+
+async def test_the_chinese_tagger_loads_on_the_first_chinese_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(structure, "_loaded", set())
+    spawned: list[Any] = []
+    checks = OffLoopChecks(GuardParams(), spawned.append)
+    await checks.load_all()
+    assert structure.ready("en") and not structure.ready("zh")  # nothing Chinese asked yet
+    pair = ("怎么修改登录密码？", "登录密码怎么修改？")
+    assert await checks.agree(*pair, "zh") is None  # the careful answer while it loads
+    for task in spawned:
+        await task
+    assert len(spawned) == 1 and structure.ready("zh")
+    assert await checks.agree(*pair, "zh") is not None
