@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from yarl import URL
 
 from gateway.errors import GatewayError
-from gateway.signing.sigv4 import AwsCredentialSource
-from gateway.signing.vertex_token import CLOUD_PLATFORM_SCOPE, VertexTokenProvider
+
+if TYPE_CHECKING:
+    # botocore and google-auth (with requests) are ~20 MiB and ~0.2 s to import: a gateway that serves no
+    # cloud platform should not pay for them, so they load when a platform signer is first used.
+    from gateway.signing.sigv4 import AwsCredentialSource
+    from gateway.signing.vertex_token import VertexTokenProvider
 
 log = logging.getLogger("gateway.signing")
 
@@ -63,6 +67,8 @@ class VertexSigner:
         self._lock: asyncio.Lock | None = None
 
     def _build(self) -> VertexTokenProvider:
+        from gateway.signing.vertex_token import CLOUD_PLATFORM_SCOPE, VertexTokenProvider
+
         if self.credentials_file:
             return VertexTokenProvider.from_service_account_file(self.credentials_file)
         import google.auth
@@ -107,8 +113,21 @@ class BedrockSigner:
     def __init__(self, region: str, credentials: AwsCredentialSource | None = None,
                  bearer_token: str | None = None) -> None:
         self.region = region
-        self.credentials = credentials or AwsCredentialSource()
+        self._credentials = credentials
         self.bearer_token = bearer_token
+
+    @property
+    def credentials(self) -> AwsCredentialSource:
+        """The standard AWS chain unless given: resolved on first use, so an API-key setup never imports botocore."""
+        if self._credentials is None:
+            from gateway.signing.sigv4 import AwsCredentialSource
+
+            self._credentials = AwsCredentialSource()
+        return self._credentials
+
+    @credentials.setter
+    def credentials(self, value: AwsCredentialSource) -> None:
+        self._credentials = value
 
     async def sign(self, request: Outgoing) -> None:
         _drop_auth(request.headers)
