@@ -119,8 +119,14 @@ async def run(args: argparse.Namespace) -> int:
         guard_t.append(time.perf_counter() - t)
     await single.close()
 
+    failed_open = [0]
+
     async def one(q: str, lat: list[float], hits: list[int], since: float) -> None:
-        found = await stage.lookup(Scope(random.choice(tenants), ctx, "", time.time()), q, threshold, threshold)
+        try:
+            found = await stage.lookup(Scope(random.choice(tenants), ctx, "", time.time()), q, threshold, threshold)
+        except Exception:  # past the embedder's or the store's deadline: the gateway serves it as a miss
+            failed_open[0] += 1
+            found = None
         lat.append(time.perf_counter() - since)
         hits.append(found is not None)
 
@@ -179,13 +185,20 @@ async def run(args: argparse.Namespace) -> int:
     one_rate = len(one_lat) / one_wall
     print(f"batching: {args.clients} clients reach x{sat_rate / one_rate:.2f} the throughput of one client "
           f"({per_batch:.1f} questions a batch when paced); {hits} of {n} paced lookups hit")
+    if failed_open[0]:
+        print(f"{failed_open[0]} lookups ran past the embedder's or the vector store's deadline (served as misses)")
     paced_rate = len(pace_lat) / pace_wall
-    ok = pct(pace_lat, 50) <= 15 and paced_rate >= 0.95 * args.rate and args.rate >= 200
-    print(f"target on this CPU: p50 <= 15 ms at >= 200 lookups/s from {args.clients} clients -> "
-          f"{'met' if ok else 'NOT met'} (paced p50 {pct(pace_lat, 50):.1f} ms at {paced_rate:.0f}/s; "
-          f"back to back, {args.clients} clients saturate at {sat_rate:.0f}/s)")
+    summary = (f"paced p50 {pct(pace_lat, 50):.1f} ms at {paced_rate:.0f}/s; "
+               f"back to back, {args.clients} clients saturate at {sat_rate:.0f}/s")
+    claimed = args.rate >= 200  # a shorter, slower run (bench all --quick) does not claim the target
+    ok = pct(pace_lat, 50) <= 15 and paced_rate >= 0.95 * args.rate and not failed_open[0]
+    if claimed:
+        print(f"target on this CPU: p50 <= 15 ms at >= 200 lookups/s from {args.clients} clients -> "
+              f"{'met' if ok else 'NOT met'} ({summary})")
+    else:
+        print(f"target (p50 <= 15 ms at >= 200 lookups/s) not checked at --rate {args.rate:.0f} ({summary})")
     await stage.stop()
-    return 0
+    return 0 if ok or not claimed else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
