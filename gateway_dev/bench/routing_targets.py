@@ -114,9 +114,6 @@ class GatewayTarget:
         store = open_store(settings)
         router = Router(ReplicaPool.from_settings(settings), settings.routing, store)
         parts = build_components(settings, store=store, stages=[RouteStage(router)])
-        parts.providers.pool_serves = router.pool.serves
-        parts.gateway.failover = router
-        parts.pool = router.pool
         self.server = UvicornThread(create_app(settings, parts)).start()
 
     async def start(self) -> None:

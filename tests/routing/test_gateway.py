@@ -34,13 +34,10 @@ def stack(tmp_path: Path) -> Iterator[tuple[EmulatorSet, Any, openai.OpenAI]]:
                                  vllm_endpoints=emu.vllm_urls,
                                  routing={"health_interval": 0.2, "metrics_interval": 0.2,
                                           "params": {"eject_base_s": 0.2}})
-        # The wiring the app needs (gateway/assembly.py):
+        # Only the route stage: build_components wires it to the pool and to failover, as the app does.
         store = open_store(settings)
         router = Router(ReplicaPool.from_settings(settings), settings.routing, store)
         parts = build_components(settings, store=store, stages=[RouteStage(router)])
-        parts.providers.pool_serves = router.pool.serves
-        parts.gateway.failover = router
-        parts.pool = router.pool
         server = UvicornThread(create_app(settings, parts)).start()
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0)
         try:
