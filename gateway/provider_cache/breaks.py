@@ -57,6 +57,9 @@ def template_key(tenant: str, template: str) -> str:
     return f"gw:px:{{{tenant}}}:t:{_digest(template)}"
 
 
+INLINE_MAX = 1024  # bytes of a previous request's record kept whole in its checkpoint keys
+
+
 def request_key(tenant: str, request_id: str) -> str:
     return f"gw:px:{{{tenant}}}:r:{request_id}"
 
@@ -278,6 +281,8 @@ class BreakStore:
         deepest = next((v for v in reversed(found) if v is not None), None)
         if deepest is None:
             return None
+        if deepest.startswith(b"{"):  # the record itself, kept inline (small): no second round trip
+            return deepest
         return await self.store.get(request_key(tenant, deepest.decode()))
 
     async def save(self, tenant: str, session: str | None, template: str | None, blocks: Blocks,
@@ -290,7 +295,9 @@ class BreakStore:
             elif template:
                 await self.store.set(template_key(tenant, template), raw, ttl=self.ttl_s)
             else:
-                rid = prev.request_id.encode()
+                # A small record goes in its checkpoints whole (a JSON object; a request id never
+                # starts with "{"), so the lookup is one round trip; a large one is pointed at by id.
+                rid = raw if len(raw) <= INLINE_MAX else prev.request_id.encode()
                 # The request first: a checkpoint must never point at a request not yet stored (one
                 # round trip, in order).
                 await self.store.set_many([(request_key(tenant, prev.request_id), raw)]

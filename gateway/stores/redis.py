@@ -36,58 +36,12 @@ from redis.exceptions import MaxConnectionsError, RedisError, ResponseError
 
 from gateway.stores.base import KVStore, StoreBusy, StoreCommandError, StoreUnavailable
 from gateway.stores.looplag import LoopLag
+from gateway.stores.redis_args import DELETE_IF_EQUALS, connection_options, glob_escape, ms, set_args
+from gateway.stores.resp import PipelinedRedis
+
+__all__ = ["RedisStore", "connection_options", "glob_escape"]
 
 T = TypeVar("T")
-
-# Deletes KEYS[1] only while it holds ARGV[1]: releasing a lock one still owns, atomically.
-_DELETE_IF_EQUALS = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
-
-_GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\^-"})
-
-
-def glob_escape(text: str) -> str:
-    """`text` as a literal in a Redis MATCH pattern."""
-    return text.translate(_GLOB_SPECIAL)
-
-
-def connection_options(timeout: float, max_extra: float) -> dict[str, Any]:
-    """Connection settings every Redis client of the gateway uses (single, Sentinel, cluster)."""
-    return {
-        # No socket timeout: the per-call deadline bounds every call, and with one set redis-py
-        # wraps each send in `asyncio.wait_for` (a new Task per command in 3.11) and each read in
-        # another timeout, a fifth of a hit's store CPU.
-        "socket_timeout": None,
-        "socket_connect_timeout": timeout + max_extra,
-        # One immediate retry, inside the same deadline: after Redis restarts, every pooled
-        # connection is dead and fails once; the retry reconnects instead of counting a failure per
-        # stale connection (and reopening the breaker). No backoff: a down Redis refuses both
-        # attempts at once.
-        "retry": Retry(NoBackoff(), 1),
-        "health_check_interval": 0,
-        # No CLIENT SETINFO round trips on every new connection: a burst of requests right after
-        # start opens many at once, and those trips ate most of the timeout.
-        "lib_name": None,
-        "lib_version": None,
-    }
-
-
-def _ms(seconds: float) -> int:
-    # Redis refuses PX 0; a positive TTL below a millisecond still means "expires at once".
-    return max(1, round(seconds * 1000))
-
-
-def _set_args(key: str, value: bytes, ttl: float | None, nx: bool) -> list[Any]:
-    args: list[Any] = ["SET", key, value]
-    if ttl is not None:
-        args += ["PX", _ms(ttl)]
-    if nx:
-        args.append("NX")
-    return args
 
 
 class RedisStore(KVStore):
@@ -104,6 +58,7 @@ class RedisStore(KVStore):
         self.timeout = timeout
         self.max_extra = max_extra
         self.lag = LoopLag()
+        own_pool = client is None
         if client is None:
             # A plain pool (no waiting for a free connection: past `max_connections` calls in
             # flight a call fails at once with StoreBusy). Its checkout costs a third less CPU per
@@ -112,8 +67,11 @@ class RedisStore(KVStore):
                                            **connection_options(timeout, max_extra))
             client = Redis(connection_pool=pool, retry=Retry(NoBackoff(), 1))
         self._r = client
+        # The request path's commands on one pipelined connection of our own (resp.py: a third of
+        # redis-py's CPU per command); a client given by the caller (Sentinel, tests) is used as is.
+        self._lean = PipelinedRedis.from_url(url, max_connections) if own_pool else None
         self._batch: list[tuple[tuple[Any, ...], asyncio.Future[Any] | None]] | None = None
-        self._delete_if_equals = client.register_script(_DELETE_IF_EQUALS)
+        self._delete_if_equals = client.register_script(DELETE_IF_EQUALS)
 
     def deadline(self, items: int = 1) -> float:
         """Seconds this call may take: the timeout, plus our own loop's current lag (three loop
@@ -197,19 +155,35 @@ class RedisStore(KVStore):
             raise replies[0]
         return replies[0]
 
+    async def _send(self, *commands: Sequence[Any]) -> list[Any]:
+        """`commands` on the pipelined connection, in order; the first error reply raised."""
+        replies = await self._lean.execute(*commands)  # type: ignore[union-attr]
+        for reply in replies:
+            if isinstance(reply, ResponseError):
+                raise reply
+        return replies
+
+    async def _one(self, *command: Any) -> Any:
+        if self._lean is not None:
+            return (await self._send(command))[0]
+        return await self._batched(*command)
+
     # ---- plain values -------------------------------------------------------------------------
     async def get(self, key: str) -> bytes | None:
-        return await self._call(lambda: self._batched("GET", key), read=True)
+        return await self._call(lambda: self._one("GET", key), read=True)
 
     async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
-        args = _set_args(key, value, ttl, nx)
-        return bool(await self._call(lambda: self._batched(*args)))
+        args = set_args(key, value, ttl, nx)
+        return bool(await self._call(lambda: self._one(*args)))
 
     async def set_then_get(self, key: str, value: bytes, read: str, ttl: float | None = None,
                            nx: bool = False) -> tuple[bool, bytes | None]:
         if not self.coalesce:
             return await super().set_then_get(key, value, read, ttl, nx)
-        args = _set_args(key, value, ttl, nx)
+        args = set_args(key, value, ttl, nx)
+        if self._lean is not None:
+            written, found = await self._call(lambda: self._send(args, ("GET", read)), 2)
+            return bool(written), found
 
         async def run() -> list[Any]:
             # Not a MULTI: the two keys may live apart; a pipeline keeps the order on one connection.
@@ -225,12 +199,14 @@ class RedisStore(KVStore):
                                         token: bytes) -> bool:
         if not self.coalesce:
             return await super().set_then_delete_if_equals(key, value, ttl, other, token)
-        args = _set_args(key, value, ttl, False)
+        args = set_args(key, value, ttl, False)
+        if self._lean is not None:  # the SET's failure first: the caller learns its value was not stored
+            return bool((await self._call(lambda: self._send(args, ("EVAL", DELETE_IF_EQUALS, 1, other, token)), 2))[1])
 
         async def run() -> list[Any]:
             pipe = self._r.pipeline(transaction=False)
             pipe.execute_command(*args)
-            pipe.execute_command("EVAL", _DELETE_IF_EQUALS, 1, other, token)
+            pipe.execute_command("EVAL", DELETE_IF_EQUALS, 1, other, token)
             replies = await pipe.execute(raise_on_error=False)
             for reply in replies:  # the SET's failure first: the caller learns its value was not stored
                 if isinstance(reply, Exception):
@@ -242,6 +218,9 @@ class RedisStore(KVStore):
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         if len(keys) <= 1:
             return [await self.get(keys[0])] if keys else []
+        if self._lean is not None:
+            # a failed GET fails the call, as in the pipeline below
+            return await self._call(lambda: self._send(*(("GET", k) for k in keys)), len(keys), read=True)
 
         async def run() -> list[Any]:
             # One GET per key in a pipeline, not MGET: a multi-key MGET would be cross-slot in a cluster.
@@ -257,7 +236,11 @@ class RedisStore(KVStore):
             for key, value in items:
                 await self.set(key, value, ttl)
             return
-        px = _ms(ttl) if ttl is not None else None
+        px = ms(ttl) if ttl is not None else None
+        if self._lean is not None:
+            tail = ("PX", px) if px is not None else ()
+            await self._call(lambda: self._send(*(("SET", k, v, *tail) for k, v in items)), len(items))
+            return
 
         async def run() -> list[Any]:
             pipe = self._r.pipeline(transaction=False)
@@ -273,6 +256,10 @@ class RedisStore(KVStore):
     async def delete(self, *keys: str) -> int:
         if not keys:
             return 0
+        if self._lean is not None:
+            unique = list(dict.fromkeys(keys))
+            return sum(int(n) for n in await self._call(lambda: self._send(*(("UNLINK", k) for k in unique)),
+                                                        len(unique)))
         if len(keys) == 1:
             return int(await self._call(lambda: self._r.unlink(keys[0])))
 
@@ -288,14 +275,16 @@ class RedisStore(KVStore):
         return sum(int(n) for n in await self._call(many, len(keys)))
 
     async def delete_if_equals(self, key: str, value: bytes) -> bool:
+        if self._lean is not None:
+            return bool(await self._call(lambda: self._one("EVAL", DELETE_IF_EQUALS, 1, key, value)))
         return bool(await self._call(lambda: self._delete_if_equals(keys=[key], args=[value])))
 
     async def expire(self, key: str, ttl: float) -> bool:
-        return bool(await self._call(lambda: self._r.pexpire(key, _ms(ttl))))
+        return bool(await self._call(lambda: self._one("PEXPIRE", key, ms(ttl))))
 
     async def ttl(self, key: str) -> float | None:
-        ms = int(await self._call(lambda: self._r.pttl(key), read=True))
-        return None if ms < 0 else ms / 1000  # -2 absent, -1 no expiry
+        left = int(await self._call(lambda: self._one("PTTL", key), read=True))
+        return None if left < 0 else left / 1000  # -2 absent, -1 no expiry
 
     # ---- counters and hashes ------------------------------------------------------------------
     async def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
@@ -305,7 +294,7 @@ class RedisStore(KVStore):
         async def run() -> list[Any]:
             pipe = self._r.pipeline(transaction=self.atomic)
             pipe.incrby(key, amount)
-            pipe.pexpire(key, _ms(ttl))
+            pipe.pexpire(key, ms(ttl))
             return await pipe.execute()
 
         return int((await self._call(run))[0])
@@ -323,7 +312,7 @@ class RedisStore(KVStore):
                 else:
                     pipe.hincrbyfloat(key, field_name, float(amount))
             if ttl is not None:
-                pipe.pexpire(key, _ms(ttl))
+                pipe.pexpire(key, ms(ttl))
             return await pipe.execute()
 
         await self._call(run, len(increments))
@@ -386,6 +375,8 @@ class RedisStore(KVStore):
 
     async def close(self) -> None:
         await self.lag.stop()
+        if self._lean is not None:
+            await self._lean.close()
         try:
             await self._r.aclose()
             await self._r.connection_pool.disconnect()

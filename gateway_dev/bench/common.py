@@ -55,12 +55,14 @@ class GatewayProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "gateway", "serve", "--port", str(self.port), "--log-level", "warning",
+                "--workers", str(self.workers)]
+
     def start(self, timeout: float = 120.0) -> GatewayProcess:
         self.log = open(self.dir / "gateway.log", "wb")  # noqa: SIM115 - closed in stop()
         started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "serve", "--port", str(self.port), "--log-level", "warning",
-             "--workers", str(self.workers)], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.command(), env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

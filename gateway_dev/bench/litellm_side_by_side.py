@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
+from gateway_dev.bench.asgi_servers import compare_servers, servers_lines
 from gateway_dev.bench.common import GatewayProcess, LoadResult, append_section, closed_loop
 from gateway_dev.bench.litellm_proxy import (
     MASTER_KEY,
@@ -257,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="labelled pairs for the semantic comparison (comma-separated; '' to skip)")
     p.add_argument("--no-embedder", action="store_true", help="skip the run of a gateway with the semantic layer on")
     p.add_argument("--compare-workers", action="store_true", help="also run the gateway alone with 1 and 2 workers")
+    p.add_argument("--compare-servers", action="store_true",
+                   help="also run the gateway alone under uvicorn and under granian (asgi_servers.py)")
     p.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     p.add_argument("--json", type=Path, default=None, help="also write figures and raw latencies here")
     p.add_argument("--write", type=Path, default=None, help="replace this benchmark's section of a markdown file")
@@ -288,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
                 side.rss_end_mib = tree_rss_mib(side.pid)
         embedder = None if args.no_embedder else asyncio.run(embedder_run(args, emu.vendor_url, redis.url))
         workers = asyncio.run(workers_run(args, emu.vendor_url, redis.url)) if args.compare_workers else None
+        servers = compare_servers(emu.vendor_url, redis.url, rounds=args.rounds, hits=args.hit_requests,
+                                  misses=args.miss_requests, concurrency=args.concurrency) \
+            if args.compare_servers else None
         why_not = vector_search_available(where.port or 6379)
     load_after = os.getloadavg()[0]
     s = summarize(direct, gw, ll)
@@ -304,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Targets: gateway hits/s ≥ 3× LiteLLM's ({s['ratios']['hit_throughput']:.2f}×: "
         f"{'met' if s['targets']['hit_throughput_3x'] else 'not met'}); added latency on a miss ≤ 1/3 of "
         f"LiteLLM's ({s['ratios']['added_p50']:.3f}: {'met' if s['targets']['added_latency_third'] else 'not met'}).",
-        *embedder_lines(embedder), *workers_lines(workers, args),
+        *embedder_lines(embedder), *workers_lines(workers, args), *servers_lines(servers),
         "", "### Semantic cache", "", why_not or "A vector-capable Redis is present.", "", *markdown(semantic),
         f"Command: `{command}`",
     ]
@@ -316,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                "litellm_miss": pooled(ll.misses).latencies, "gateway_hit": pooled(gw.hits).latencies,
                "litellm_hit": pooled(ll.hits).latencies}
         args.json.write_bytes(orjson.dumps({"summary": s, "latencies": raw, "semantic": semantic, "how": how,
-                                            "embedder": embedder, "workers": workers,
+                                            "embedder": embedder, "workers": workers, "servers": servers,
                                             "args": vars(args) | {"json": str(args.json), "write": str(args.write)}},
                                            option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
                                            default=str))

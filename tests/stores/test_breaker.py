@@ -100,8 +100,9 @@ async def test_no_free_connection_is_busy_and_leaves_the_breaker_alone(redis_ser
     inner = RedisStore(redis_server.url, timeout=1.0, max_connections=2)
     store = CircuitBreaker(inner, threshold=1, cooldown=30)
     try:
-        # Two calls hold both connections (BLPOP waits server-side); a third finds none free.
-        blockers = [asyncio.create_task(inner._call(lambda: inner._r.blpop(["busy:none"], timeout=0.3)))
+        # Two calls wait on the request path's connection (BLPOP waits server-side): with
+        # `max_connections` calls in flight, a third is refused at once.
+        blockers = [asyncio.create_task(inner._call(lambda: inner._send(("BLPOP", "busy:none", 0.3))))
                     for _ in range(2)]
         await asyncio.sleep(0.05)
         busy = _errors("busy")

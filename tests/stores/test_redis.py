@@ -34,8 +34,42 @@ async def _all_fail_fast(store: RedisStore, bound: float) -> None:
         assert time.perf_counter() - t0 < bound
 
 
-async def test_commands_of_one_turn_share_one_pipeline(own_redis) -> None:  # type: ignore[no-untyped-def]
+async def test_commands_of_one_turn_share_one_write(own_redis) -> None:  # type: ignore[no-untyped-def]
     store = RedisStore(own_redis.url, timeout=0.5)
+    try:
+        await store.set("a", b"1")
+        conn = store._lean._conn  # type: ignore[union-attr]
+        assert conn is not None and conn.transport is not None
+        writes: list[int] = []
+        write = conn.transport.write
+
+        def counting(data: bytes) -> None:
+            writes.append(data.count(b"\r\n*") + data.startswith(b"*"))  # commands in this write
+            write(data)
+
+        conn.transport.write = counting  # type: ignore[method-assign]
+        got = await asyncio.gather(store.get("a"), store.get("b"), store.set("c", b"3", ttl=5, nx=True),
+                                   store.set("a", b"x", nx=True), store.get("c"))
+        assert got == [b"1", None, True, False, b"3"]  # each caller its own reply, in issue order
+        assert writes == [5]
+        # A caller that gave up (its deadline, its client gone) leaves the others' replies intact.
+        leader, quitter = asyncio.create_task(store.get("a")), asyncio.create_task(store.get("c"))
+        await asyncio.sleep(0)
+        quitter.cancel()
+        assert await leader == b"1" and writes == [5, 2]
+        assert quitter.cancelled()
+        assert await store.get("c") == b"3"
+        assert await store.get_many(["a", "c", "none"]) == [b"1", b"3", None]
+        assert await store.delete("a", "a", "c") == 2 and await store.get_many(["a", "c"]) == [None, None]
+    finally:
+        await store.close()
+
+
+async def test_commands_of_one_turn_share_one_pipeline(own_redis) -> None:  # type: ignore[no-untyped-def]
+    # A store on a redis-py client of the caller's (Sentinel's) batches GET and SET in pipelines.
+    from redis.asyncio import Redis
+
+    store = RedisStore(own_redis.url, timeout=0.5, client=Redis.from_url(own_redis.url))
     try:
         await store.set("a", b"1")
         sent: list[int] = []
