@@ -18,6 +18,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from gateway.semantic import normalize
 from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -194,7 +195,8 @@ def analyze(text: str) -> Analysis:
         norm = pattern.sub(repl, norm)
     norm = _BARE_NEG.sub(lambda m: m.group(1) + " not", norm)
     norm = re.sub(ZH_A_NOT_A, r"\1", norm)  # 会不会 → 会
-    norm = _en_numbers(_cn_numbers(norm))
+    norm = _en_numbers(_cn_numbers(normalize.chinese_percent(norm, parse_cn_number)))
+    norm = normalize.english(norm)  # informal spellings, request frames, `percent` (gateway.semantic.normalize)
     lang = "zh" if _HAN_RE.search(norm) else "en"
 
     tokens: list[Token] = []
