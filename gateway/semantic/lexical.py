@@ -195,8 +195,8 @@ def analyze(text: str) -> Analysis:
         norm = pattern.sub(repl, norm)
     norm = _BARE_NEG.sub(lambda m: m.group(1) + " not", norm)
     norm = re.sub(ZH_A_NOT_A, r"\1", norm)  # 会不会 → 会
-    norm = _en_numbers(_cn_numbers(normalize.chinese_percent(norm, parse_cn_number)))
-    norm = normalize.english(norm)  # informal spellings, request frames, `percent` (gateway.semantic.normalize)
+    norm = _en_numbers(_cn_numbers(normalize.chinese_quantities(norm, parse_cn_number)))
+    norm = normalize.english(norm)  # informal spellings, request frames, quantities (normalize)
     lang = "zh" if _HAN_RE.search(norm) else "en"
 
     tokens: list[Token] = []
