@@ -1,10 +1,12 @@
 """Turns a question into typed tokens the guard can compare: words, numbers, Chinese characters.
 
 The analysis is deliberately shallow and general (no dictionary of any domain): Unicode NFKC,
-English contractions, Chinese and English number words to digits, `1,000`/`1K` to `1000`, identifiers
-split on `_`/`-` and at letter/digit boundaries (`v0.28` → `v`, `0.28`; `Win10` → `win`, `10`), a light
-English stemmer, and greedy longest-match of Chinese function words, leaving other Chinese characters
-as one token each (so no segmenter is needed and a changed character is always visible).
+English contractions, the rewrites of `gateway.semantic.normalize` (informal spellings, request
+frames, percent and half-hour quantities), Chinese and English number words to digits,
+`1,000`/`1K` to `1000`, identifiers split on `_`/`-` and at letter/digit boundaries (`v0.28` →
+`v`, `0.28`; `Win10` → `win`, `10`), a light English stemmer, and greedy longest-match of Chinese
+function words, leaving other Chinese characters as one token each (so no segmenter is needed and
+a changed character is always visible).
 
 Each token carries flags: a function word (`stop`), a negator (`neg`), a name-like token (`entity`:
 digits, ALL CAPS, camelCase, capitalised inside a sentence, an identifier, or Latin text inside
