@@ -39,9 +39,9 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic import structure
+from gateway.semantic import normalize, structure
 from gateway.semantic.align import Alignment, align
-from gateway.semantic.lexical import Analysis, analyze
+from gateway.semantic.lexical import Analysis, analyze, stem
 from gateway.semantic.lexicon import EN_ANTONYMS, EN_FRAME, EN_SCOPE, ZH_ANTONYMS, ZH_FRAME, ZH_SCOPE
 
 
@@ -104,6 +104,11 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         if a.numbers != b.numbers:
             return "number", None
         return (None, None) if _quotes_agree(a, b) else ("quoted", None)
+    if a.numbers != b.numbers and a.lang == "en" and "1" in (*a.numbers, *b.numbers):
+        # `a month` on one side, `1 month` on the other: the same quantity (`normalize.ones_as_articles`)
+        ta, tb = normalize.ones_as_articles(a.text, b.text, stem)
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers:
         return "number", None
     if not _quotes_agree(a, b):

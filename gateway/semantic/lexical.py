@@ -1,10 +1,12 @@
 """Turns a question into typed tokens the guard can compare: words, numbers, Chinese characters.
 
 The analysis is deliberately shallow and general (no dictionary of any domain): Unicode NFKC,
-English contractions, Chinese and English number words to digits, `1,000`/`1K` to `1000`, identifiers
-split on `_`/`-` and at letter/digit boundaries (`v0.28` → `v`, `0.28`; `Win10` → `win`, `10`), a light
-English stemmer, and greedy longest-match of Chinese function words, leaving other Chinese characters
-as one token each (so no segmenter is needed and a changed character is always visible).
+English contractions, the rewrites of `gateway.semantic.normalize` (informal spellings, request
+frames, percent and half-hour quantities), Chinese and English number words to digits,
+`1,000`/`1K` to `1000`, identifiers split on `_`/`-` and at letter/digit boundaries (`v0.28` →
+`v`, `0.28`; `Win10` → `win`, `10`), a light English stemmer, and greedy longest-match of Chinese
+function words, leaving other Chinese characters as one token each (so no segmenter is needed and
+a changed character is always visible).
 
 Each token carries flags: a function word (`stop`), a negator (`neg`), a name-like token (`entity`:
 digits, ALL CAPS, camelCase, capitalised inside a sentence, an identifier, or Latin text inside
@@ -18,6 +20,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from gateway.semantic import normalize
 from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -194,7 +197,8 @@ def analyze(text: str) -> Analysis:
         norm = pattern.sub(repl, norm)
     norm = _BARE_NEG.sub(lambda m: m.group(1) + " not", norm)
     norm = re.sub(ZH_A_NOT_A, r"\1", norm)  # 会不会 → 会
-    norm = _en_numbers(_cn_numbers(norm))
+    norm = _en_numbers(_cn_numbers(normalize.chinese_quantities(norm, parse_cn_number)))
+    norm = normalize.english(norm)  # informal spellings, request frames, quantities (normalize)
     lang = "zh" if _HAN_RE.search(norm) else "en"
 
     tokens: list[Token] = []
