@@ -79,12 +79,18 @@ def table_rows(weights: Path, z: Any) -> RowFile | np.ndarray:
             folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".use-table-")
             try:
-                os.ftruncate(fd, size)
-                out = np.memmap(tmp, dtype=np.uint8, mode="r+", shape=shape)
-                _fill(z, out)
-                out.flush()
-                del out
-                os.fsync(fd)
+                # plain writes, not a writable memory map: a full disk is then an OSError (the in-memory
+                # fallback below), not a SIGBUS; the blocks are held only while the file is written
+                with os.fdopen(fd, "wb", closefd=False) as f:
+                    blocks = [z[f"q{i + 1}"] for i in range(_CHUNKS)]
+                    for k in range(0, _ROWS, 512):
+                        f.write(np.stack([b[k:k + 512] for b in blocks], axis=1).tobytes())
+                    del blocks
+                    f.flush()
+                    os.fsync(fd)
+            except BaseException:
+                os.unlink(tmp)
+                raise
             finally:
                 os.close(fd)
             os.replace(tmp, path)  # another process that wrote it too wrote the same bytes

@@ -64,3 +64,17 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     assert use_weights.cache_dir() == tmp_path / "llm-cache-gateway"
     monkeypatch.setenv("GATEWAY_CACHE_DIR", str(tmp_path / "x"))
     assert use_weights.cache_dir() == tmp_path / "x"
+
+
+def test_a_failed_write_leaves_no_file_and_keeps_the_table_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package_vectors: np.ndarray) -> None:
+    monkeypatch.setenv("GATEWAY_CACHE_DIR", str(tmp_path))
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(use_weights.os, "fsync", disk_full)
+    model = load_use(1)
+    assert isinstance(_resident_table(model), np.ndarray)
+    assert list(tmp_path.iterdir()) == []  # the half-written file was removed, none renamed into place
+    assert np.array_equal(np.asarray(model.encode(TEXTS)), package_vectors)
