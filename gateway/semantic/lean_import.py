@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.abc
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -41,6 +42,36 @@ def without(*names: str) -> Iterator[None]:
         yield
     finally:
         sys.meta_path.remove(finder)
+
+
+def _cli_unavailable(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("spaCy's command line is not loaded in the gateway; run `python -m spacy info`")
+
+
+@contextmanager
+def spacy_without_cli() -> Iterator[None]:
+    """`import spacy` without its command line: spaCy's package imports `spacy.cli.info` only to offer
+    `spacy.info()`, and `spacy.cli` imports every command, with weasel, typer, rich, requests, jinja2
+    and httpx (~340 modules, ~15 MB measured). Loading and running a pipeline never uses them (no other
+    spaCy module imports `spacy.cli`). For the import only, `spacy.cli` and `spacy.cli.info` are
+    placeholders; they are removed afterwards, so a later `import spacy.cli` loads the real one."""
+    if "spacy" in sys.modules or "spacy.cli" in sys.modules:
+        yield
+        return
+    cli = types.ModuleType("spacy.cli")
+    cli.__path__ = []
+    info = types.ModuleType("spacy.cli.info")
+    info.info = _cli_unavailable  # type: ignore[attr-defined]
+    sys.modules["spacy.cli"], sys.modules["spacy.cli.info"] = cli, info
+    try:
+        yield
+    finally:
+        for name, placeholder in (("spacy.cli.info", info), ("spacy.cli", cli)):
+            if sys.modules.get(name) is placeholder:
+                del sys.modules[name]
+        spacy = sys.modules.get("spacy")
+        if spacy is not None and getattr(spacy, "cli", None) is cli:
+            delattr(spacy, "cli")
 
 
 def release_freed_memory() -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic.lean_import import without
+from gateway.semantic.lean_import import spacy_without_cli, without
 from gateway.semantic.lexicon import ZH_STOP
 
 log = logging.getLogger("gateway.semantic")
@@ -55,8 +55,9 @@ def _spacy() -> Any:
         with _lock:
             if _nlp is None and not _nlp_failed:
                 try:
-                    # thinc would import torch (if installed) for layers this pipeline does not have
-                    with without("torch"):
+                    # thinc would import torch (if installed) for layers this pipeline does not have;
+                    # spaCy's command line (weasel, typer, rich, requests) is never used here
+                    with without("torch"), spacy_without_cli():
                         import spacy
 
                         _nlp = spacy.load(EN_MODEL, exclude=["ner", "senter"])
