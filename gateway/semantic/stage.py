@@ -32,6 +32,7 @@ from gateway.context import RequestContext
 from gateway.errors import GatewayError
 from gateway.metrics import CACHE_LOOKUPS
 from gateway.pipeline import Hit, Stage
+from gateway.semantic import paraphrase, structure
 from gateway.semantic.candidates import CandidateJudge, Learning, Lookup, Review
 from gateway.semantic.checks import OffLoopChecks
 from gateway.semantic.embedder import Embedder, backend_from_settings
@@ -39,6 +40,7 @@ from gateway.semantic.guard import REWORDED, cosine_for, similarity
 from gateway.semantic.judge import Judge
 from gateway.semantic.key import context_hash, skip_reason
 from gateway.semantic.learning import Learner, Pending, Served
+from gateway.semantic.lexical import analyze
 from gateway.semantic.lifecycle import LayerLifecycle, open_vector_store
 from gateway.semantic.options import SemanticOptions
 from gateway.semantic.store import Entry, Scope, VectorStore
@@ -252,8 +254,16 @@ class SemanticCacheStage(LayerLifecycle, Stage):  # its start() and stop() befor
             if self.store is None or not await self._ensure_open():
                 return
             await self.store.upsert([(entry, vector)])
+            await self.prepare_question(entry.question)
         except Exception as exc:
             self._warn("semantic cache write failed; answer not stored", exc)
+
+    async def prepare_question(self, question: str) -> None:
+        """A stored English question's parse and MiniLM vector, made now in the background (batched
+        with other writes and lookups) instead of on the first lookup that meets it: the same results,
+        in the caches the checks read."""
+        if analyze(question).lang == "en" and structure.ready("en") and paraphrase.ready():
+            await self.checks.batch.run(_nothing, parse=(question,), vectors=(question,))
 
     async def drain(self) -> None:
         """Wait for pending writes and judge calls (tests, shutdown)."""
@@ -265,3 +275,7 @@ class SemanticCacheStage(LayerLifecycle, Stage):  # its start() and stop() befor
         task = asyncio.ensure_future(aw)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _nothing() -> None:
+    """The preparation is the whole job (`prepare_question`)."""

@@ -100,6 +100,11 @@ async def run(args: argparse.Namespace) -> int:
 
     stage = SemanticCacheStage(settings, embedder=embedder, store=store)
     await stage.start()
+    t0 = time.perf_counter()
+    # as the stage does when it writes an entry: each stored question's parse and MiniLM vector in the
+    # checks' caches (without it the measured runs would pay for every stored question's first analysis)
+    await asyncio.gather(*(stage.prepare_question(q) for q in stored_texts))
+    print(f"prepared {len(stored_texts)} stored questions for the checks in {time.perf_counter() - t0:.1f}s")
     threshold = 0.90
     raw = cosine_for(threshold, stage.anchor)
 

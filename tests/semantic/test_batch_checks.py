@@ -74,3 +74,26 @@ async def test_a_failing_check_fails_alone(loaded: None) -> None:
         assert isinstance(results[0], ValueError) and results[1] == 7
     finally:
         await batcher.close()
+
+
+async def test_a_written_question_is_prepared_for_the_checks(loaded: None, tmp_path: Path) -> None:
+    from gateway.config import Settings
+    from gateway.semantic.embedder import Embedder
+    from gateway.semantic.stage import SemanticCacheStage
+
+    from ._helpers import use_backend
+
+    stage = SemanticCacheStage(Settings(data_dir=tmp_path), embedder=Embedder(use_backend()))
+    await stage.start()
+    try:
+        question = "How can I export the billing report from the admin console?"
+        structure.frame.cache_clear()
+        paraphrase.vector.cache_clear()
+        await stage.prepare_question(question)
+        frames, vectors = structure.frame.cache_info(), paraphrase.vector.cache_info()
+        structure.frame(question, "en")
+        paraphrase.vector(question)
+        assert structure.frame.cache_info().hits == frames.hits + 1  # parsed at write time, not now
+        assert paraphrase.vector.cache_info().hits == vectors.hits + 1
+    finally:
+        await stage.stop()
