@@ -15,12 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.semantic import paraphrase, structure
+from gateway.semantic.batch_checks import CheckBatcher
 from gateway.semantic.guard import GuardParams
 
 
 class OffLoopChecks:
-    def __init__(self, params: GuardParams, spawn: Callable[[Any], None]) -> None:
+    def __init__(self, params: GuardParams, spawn: Callable[[Any], None], batch: CheckBatcher | None = None) -> None:
         self.params = params
+        self.batch = batch or CheckBatcher()  # the checks of concurrent lookups, batched in one thread
         self._spawn = spawn
         self._loading: set[str] = set()
 
@@ -36,7 +38,8 @@ class OffLoopChecks:
         if not structure.ready(lang):
             self._preload(lang)
             return None
-        return await asyncio.get_running_loop().run_in_executor(None, structure.agree, cached, query, lang)
+        return await self.batch.run(structure.agree, cached, query, lang,
+                                    parse=(cached, query) if lang == "en" else ())
 
     async def roles_agree(self, cached: str, query: str) -> bool:
         """The same-content lane's check that no party changed places (`I add my son` / `my son adds
@@ -46,8 +49,7 @@ class OffLoopChecks:
         if not structure.ready("en"):
             self._preload("en")
             return True
-        return await asyncio.get_running_loop().run_in_executor(None, structure.roles_agree, cached, query,
-                                                                "en") is not False
+        return await self.batch.run(structure.roles_agree, cached, query, "en", parse=(cached, query)) is not False
 
     async def confident(self, cached: str, query: str, lang: str, cosine: float) -> bool:
         """The reworded lane's second opinion (`paraphrase.confident`); False while a part loads."""
@@ -57,9 +59,9 @@ class OffLoopChecks:
         if not (structure.ready(lang) and (lang != "en" or paraphrase.ready())):
             self._preload(lang)
             return False
-        return await asyncio.get_running_loop().run_in_executor(None, paraphrase.confident, cached, query, lang,
-                                                                cosine, g.reworded_bar_en, g.reworded_bar_zh,
-                                                                g.reworded_any_verb_en)
+        return bool(await self.batch.run(paraphrase.confident, cached, query, lang, cosine, g.reworded_bar_en,
+                                         g.reworded_bar_zh, g.reworded_any_verb_en,
+                                         vectors=(cached, query) if lang == "en" else ()))
 
     def _preload(self, lang: str) -> None:
         if lang in self._loading:

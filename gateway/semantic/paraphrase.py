@@ -98,8 +98,27 @@ def encode(texts: list[str]) -> np.ndarray | None:
     return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
+_primed: dict[str, np.ndarray] = {}
+
+
+def prime(texts: list[str]) -> None:
+    """Encode questions in one batch into `vector`'s cache (the same vectors as one call each)."""
+    todo = list(dict.fromkeys(texts))
+    out = encode(todo) if todo else None
+    if out is None:
+        return
+    for text, row in zip(todo, out, strict=True):
+        _primed[text] = row
+    for text in todo:
+        vector(text)
+        _primed.pop(text, None)  # already in the cache
+
+
 @lru_cache(maxsize=8192)
 def vector(text: str) -> np.ndarray | None:
+    primed = _primed.pop(text, None)  # encoded in a batch by `prime`
+    if primed is not None:
+        return primed
     out = encode([text])
     return None if out is None else out[0]
 

@@ -82,12 +82,32 @@ def load(lang: str) -> None:
     _loaded.add(lang)
 
 
+_primed: dict[str, Any] = {}
+
+
+def prime(texts: list[str]) -> None:
+    """Parse English questions in one batch into `frame`'s cache (spaCy's `pipe`: less CPU a
+    question than one call each, the same parse)."""
+    nlp = _spacy()
+    if nlp is None or not texts:
+        return
+    todo = list(dict.fromkeys(texts))
+    for text, doc in zip(todo, nlp.pipe(todo, batch_size=len(todo)), strict=True):
+        _primed[text] = doc
+    for text in todo:
+        frame(text, "en")
+        _primed.pop(text, None)  # already in the cache: the parse was not needed
+
+
 @lru_cache(maxsize=8192)
 def frame(text: str, lang: str) -> Frame | None:
     """The question's operation and objects, or None when no parser serves `lang`."""
     if lang == "en":
         nlp = _spacy()
-        return None if nlp is None else _en_frame(nlp(text))
+        if nlp is None:
+            return None
+        doc = _primed.pop(text, None)  # parsed in a batch by `prime`
+        return _en_frame(nlp(text) if doc is None else doc)
     if lang == "zh":
         try:
             import jieba

@@ -90,7 +90,7 @@ async def test_a_failed_load_leaves_the_layer_off_and_says_so(tmp_path: Path) ->
 
 
 async def test_a_failure_after_the_embedder_is_reported_not_stuck_loading(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import gateway.semantic.stage as stage_module
+    import gateway.semantic.lifecycle as stage_module  # where the layer loads
 
     def broken() -> None:
         raise RuntimeError("word lists missing")
