@@ -126,11 +126,11 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                 resp.raise_for_status()
 
     # Reset first (emptying the bound replica's huge KV takes its event loop a moment, which our pool's health
-    # checks would see), then start; a peer router's readiness probe is a request, so reset again after it.
+    # checks would see), then start; every target's readiness probe is a request (ours and the bound's too, not
+    # only a peer's), and its uncached tokens must not count against it, so reset again after it.
     await reset()
     await target.start()
-    if isinstance(target, PeerTarget):
-        await reset()
+    await reset()
     if policy == EVENTS:  # the router's SUB sockets connect before the first batch (seq 0 after the reset)
         await asyncio.sleep(1.0)
     decided = await decisions()
