@@ -32,6 +32,11 @@ class RoutingParams(BaseModel):
     # has `balance_abs` requests in flight there (a group grows onto a second one when its own load demands it).
     group_pending: bool = True
     w_load: float = Field(0.5, ge=0)  # weight of (load − min load) / (mean load + 1) against the uncached share
+    # A new session's load term weighs the turns an average session brings (requests per new session,
+    # learned from the traffic), at most `expected_turns_max`: the load it joins lasts its whole life, the
+    # prefill of a prefix it does not find there is paid once. 1 (or False) weighs this request alone.
+    expected_turns: bool = True
+    expected_turns_max: float = Field(4.0, ge=1)
     w_kv: float = Field(0.25, ge=0)  # weight of (kv_cache_usage_perc − the lowest one)
     # Load guard: a replica is overloaded when its load exceeds the least-loaded one's by `balance_abs`
     # AND is at least `balance_rel` × that least load (SGLang's two conditions, applied per replica).

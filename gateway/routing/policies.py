@@ -157,6 +157,26 @@ class CacheAware(Policy):
         # prefilled], so a request can tell its own prefix group's load there from everyone else's.
         self._inflight: dict[str, dict[int, list[Any]]] = {}
         self._tickets = itertools.count(1)
+        # Session requests and new sessions seen (halved now and then: recent traffic counts most): their
+        # ratio is the turns an average session brings, what a new session's load term is weighed by.
+        self._session_requests = 0.0
+        self._new_sessions = 0.0
+
+    def turns(self) -> float:
+        """Requests an average session brings (1 until sessions come back for more turns)."""
+        p = self.params
+        if not p.expected_turns or not p.session_affinity or self._new_sessions <= 0:
+            return 1.0
+        return min(p.expected_turns_max, max(1.0, self._session_requests / self._new_sessions))
+
+    def _count(self, req: RouteRequest, bound: Replica | None) -> None:
+        if not req.session:
+            return
+        self._session_requests += 1
+        if bound is None:
+            self._new_sessions += 1
+        if self._new_sessions >= 2_000:
+            self._session_requests, self._new_sessions = self._session_requests / 2, self._new_sessions / 2
 
     def group(self, replica: str, keys: list[bytes], matched: int) -> tuple[int, int]:
         """(requests in flight, their bytes still to prefill) on `replica` that share the first `matched`
@@ -175,6 +195,7 @@ class CacheAware(Policy):
 
     def select(self, req: RouteRequest, candidates: list[Replica], bound: Replica | None) -> tuple[Replica, str]:
         p = self.params
+        self._count(req, bound)
         over = self.overloaded(candidates)
         if bound is not None and bound.name not in over:
             return bound, "session"
@@ -206,10 +227,13 @@ class CacheAware(Policy):
         pend_low = min(pending[r.name] for r in allowed)
         size = max(req.size, 1)
         tie = req.session or ""
+        # A new session stays where it is placed for all its turns: the load it joins there weighs that many
+        # times (a one-shot, or a group of them, weighs 1: it stays whole on its replica by its prefix).
+        w_load = p.w_load * (self.turns() if bound is None else 1.0)
 
         def cost(r: Replica) -> tuple[float, float, float, float, int]:
             uncached = 1.0 - shares[r.name] if total or req.event_share else 0.0
-            busier = (p.w_pending * (pending[r.name] - pend_low) / size + p.w_load * (r.load - low) / (mean + 1.0)
+            busier = (p.w_pending * (pending[r.name] - pend_low) / size + w_load * (r.load - low) / (mean + 1.0)
                       + p.w_kv * (r.kv_usage - kv_low))
             return (round(uncached + busier, 9), r.load, r.kv_usage, self.index.occupancy(r.name),
                     -rendezvous(tie, r.name))

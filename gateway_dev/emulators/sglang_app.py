@@ -71,10 +71,7 @@ class SGLangReplica(VLLMReplica):
         self.kv.finish(seq.blocks[0], seq.prompt, output_tokens, seq.total_blocks)
         seq.blocks = []
         self.running -= 1
-        while self.waiting and self._try_admit(self.waiting[0]):
-            head = self.waiting.popleft()
-            assert head.event is not None
-            head.event.set()
+        self._admit_waiting()
 
     # -- SGLang's own endpoints -----------------------------------------------------------------------
     def _server_info(self) -> dict[str, Any]:

@@ -86,6 +86,11 @@ class Scheduler:
             self.events.flush()
         seq.blocks = []
         self.running -= 1
+        self._admit_waiting()
+
+    def _admit_waiting(self) -> None:
+        """A sequence ended: admit from the head of the FIFO queue while there is room (both engines' loop;
+        each flavour's `_try_admit` says what room means there)."""
         while self.waiting and self._try_admit(self.waiting[0]):
             head = self.waiting.popleft()
             assert head.event is not None

@@ -152,6 +152,33 @@ async def test_a_prefix_group_whose_own_requests_queue_grows_onto_the_replica_ho
         assert d.replica.name in holders and d.reason == "prefix"
 
 
+@pytest.mark.parametrize("expected_turns", [True, False])
+async def test_a_new_session_weighs_the_load_it_joins_by_the_turns_sessions_bring(expected_turns: bool) -> None:
+    router = make_router(expected_turns=expected_turns)
+    system = long_text("tenant", 400)
+    turns = ["task 0"]
+    home = (await router.choose(chat(system, *turns), session="s0"))
+    for t in range(1, 8):  # one session of 8 turns so far: sessions are long here
+        turns += [f"answer {t}", f"tool result {t}"]
+        assert (await router.choose(chat(system, *turns), session="s0")) is home
+    home.inflight = 2  # two sessions busy on the replica holding the tenant's prompt, none elsewhere
+    placed = await router.choose(chat(system, "task 1"), session="s1")
+    if expected_turns:  # its 4 expected turns there outweigh one prefill of the prompt elsewhere
+        assert placed is not home
+    else:  # this request alone: its prompt's cached share wins
+        assert placed is home
+
+
+async def test_one_shot_groups_stay_whole_under_the_same_load() -> None:
+    router = make_router()
+    system = long_text("group", 400)
+    home = await router.choose(chat(system, "question 0?"), session="q0")
+    for q in range(1, 8):  # every request a new session of one turn: the load term weighs 1
+        assert (await router.choose(chat(system, f"question {q}?"), session=f"q{q}")) is home
+    home.inflight = 2
+    assert (await router.choose(chat(system, "question 9?"), session="q9")) is home
+
+
 def guarded(router: Router) -> float:
     return sum(ROUTE_DECISIONS.labels("vllm", r.name, "load_guard")._value.get() for r in router.pool.replicas.values())
 
