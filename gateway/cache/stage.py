@@ -31,7 +31,7 @@ from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, Repli
 from gateway.cache.stale import Stale, serve_stale
 from gateway.context import RequestContext
 from gateway.keys import unreplayable
-from gateway.metrics import CACHE_LOOKUPS
+from gateway.metrics import CACHE_LOOKUPS, Children
 from gateway.pipeline import Hit, Stage
 from gateway.policy.models import ResponseCachePolicy
 from gateway.stores.base import KVStore, StoreUnavailable
@@ -39,6 +39,7 @@ from gateway.stores.base import KVStore, StoreUnavailable
 log = logging.getLogger("gateway.cache")
 
 LAYER = "response"
+_LOOKUPS = Children(CACHE_LOOKUPS)  # by (layer, result): no labels() call per lookup
 # Finish reasons of a complete answer worth replaying. `length` only with `cache_truncated`;
 # `content_filter` and anything unknown are never stored (they may not repeat).
 STORABLE_FINISH = frozenset({"stop", "tool_calls"})
@@ -85,7 +86,7 @@ class ResponseCacheStage(Stage):
         if reason is not None or policy is None:
             ctx.cache_status = "bypass"
             ctx.record["response_cache_skip"] = reason
-            CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
+            _LOOKUPS[LAYER, "skip"].inc()
             return None
         digest = cache_key(ctx, user_scope=policy.scope == "user")
         state = _State(digest, entry_key(ctx.tenant, digest),
@@ -98,18 +99,18 @@ class ResponseCacheStage(Stage):
         if ctx.no_cache:  # fresh answer wanted: no lookup, no flight, still stored
             ctx.cache_status = "bypass"
             ctx.record["response_cache_skip"] = "no-cache"
-            CACHE_LOOKUPS.labels(layer=LAYER, result="skip").inc()
+            _LOOKUPS[LAYER, "skip"].inc()
             return None
 
         ctx.cache_status = "miss"  # looked up: a miss unless the entry is found
         try:
             blob = await self.store.get(state.entry_key)
         except StoreUnavailable as exc:
-            CACHE_LOOKUPS.labels(layer=LAYER, result="error").inc()
+            _LOOKUPS[LAYER, "error"].inc()
             self._warn("response cache lookup failed; treated as a miss", ctx, exc)
             blob = None
         else:
-            CACHE_LOOKUPS.labels(layer=LAYER, result="hit" if blob is not None else "miss").inc()
+            _LOOKUPS[LAYER, "hit" if blob is not None else "miss"].inc()
         answer = await self._read(state, blob, ctx.tenant)
         if answer is not None:
             state.may_store = False
@@ -272,7 +273,7 @@ class ResponseCacheStage(Stage):
             return None
         state.may_store = False
         answer = serve_stale(ctx, state.stale, status)
-        CACHE_LOOKUPS.labels(layer=LAYER, result="stale").inc()
+        _LOOKUPS[LAYER, "stale"].inc()
         return _hit(ctx, "response-hit", answer)
 
     # ---- after --------------------------------------------------------------------------------

@@ -27,6 +27,12 @@ from gateway.usage.recorder import UsageRecorder
 # and counted twice, and nothing waits on these writes, so they trade fail-fast for exactness.
 FLUSH_STORE_TIMEOUT = 2.0
 
+# Label children of the counters every request touches (values bounded as `observe` says).
+_COST, _CACHE_OVERHEAD = metrics.Children(metrics.COST), metrics.Children(metrics.CACHE_OVERHEAD)
+_REQUESTS, _SAVED_COST = metrics.Children(metrics.REQUESTS), metrics.Children(metrics.SAVED_COST)
+_TOKENS, _TTFT, _DURATION = (metrics.Children(metrics.TOKENS), metrics.Children(metrics.TTFT),
+                             metrics.Children(metrics.DURATION))
+
 
 class UsageStage(Stage):
     name = "usage"
@@ -88,33 +94,33 @@ def observe(rec: UsageRecord, read_saving: float, write_premium: float) -> None:
     """Prometheus counters of one record (label values bounded by tenants, providers and models)."""
     tenant, provider = rec.tenant or "-", rec.provider or "-"
     if rec.cost_usd:
-        metrics.COST.labels(tenant, provider).inc(rec.cost_usd)
+        _COST[tenant, provider].inc(rec.cost_usd)
     if rec.kind != "request":
         if rec.storage_cost_usd:
-            metrics.CACHE_OVERHEAD.labels(tenant, provider).inc(rec.storage_cost_usd)
+            _CACHE_OVERHEAD[tenant, provider].inc(rec.storage_cost_usd)
         return
     model = model_label(rec.model, rec.price_source, rec.status)
-    metrics.REQUESTS.labels(tenant, provider, model, rec.gateway_cache or "-").inc()
+    _REQUESTS[tenant, provider, model, rec.gateway_cache or "-"].inc()
     if rec.is_hit:
         # Tokens counted are the ones that went upstream; a hit's tokens show as saved cost.
         if rec.saved_usd > 0:
-            metrics.SAVED_COST.labels(tenant, rec.saved_layer).inc(rec.saved_usd)
+            _SAVED_COST[tenant, rec.saved_layer].inc(rec.saved_usd)
     else:
         if rec.input_tokens:
-            metrics.TOKENS.labels(tenant, provider, "input").inc(rec.input_tokens)
+            _TOKENS[tenant, provider, "input"].inc(rec.input_tokens)
         if rec.cached_input_tokens:
-            metrics.TOKENS.labels(tenant, provider, "cached_input").inc(rec.cached_input_tokens)
-            metrics.TOKENS.labels(tenant, provider, "cache_read").inc(rec.cached_input_tokens)
+            _TOKENS[tenant, provider, "cached_input"].inc(rec.cached_input_tokens)
+            _TOKENS[tenant, provider, "cache_read"].inc(rec.cached_input_tokens)
         if rec.cache_creation_input_tokens:
-            metrics.TOKENS.labels(tenant, provider, "cache_write").inc(rec.cache_creation_input_tokens)
+            _TOKENS[tenant, provider, "cache_write"].inc(rec.cache_creation_input_tokens)
         if rec.output_tokens:
-            metrics.TOKENS.labels(tenant, provider, "output").inc(rec.output_tokens)
+            _TOKENS[tenant, provider, "output"].inc(rec.output_tokens)
         if read_saving > 0:
-            metrics.SAVED_COST.labels(tenant, "provider").inc(read_saving)
+            _SAVED_COST[tenant, "provider"].inc(read_saving)
         premium = write_premium + rec.storage_cost_usd
         if premium > 0:
-            metrics.CACHE_OVERHEAD.labels(tenant, provider).inc(premium)
+            _CACHE_OVERHEAD[tenant, provider].inc(premium)
     if rec.time_to_first_token_s is not None:
-        metrics.TTFT.labels(provider).observe(rec.time_to_first_token_s)
+        _TTFT[provider,].observe(rec.time_to_first_token_s)
     if rec.latency_s is not None:
-        metrics.DURATION.labels(provider, rec.gateway_cache or "-").observe(rec.latency_s)
+        _DURATION[provider, rec.gateway_cache or "-"].observe(rec.latency_s)
