@@ -14,15 +14,17 @@ reports a pair whose facts contradict each other:
   preposition; Chinese: word order from jieba's tagger, the noun before a verb as its doer, the noun
   right after it as what it acts on, `X被Y V` as Y doing V to X).
 
-A contradiction is a word placed on both sides whose places have nothing in common, or negators
-scoped over different words. Word order alone (a conditional clause moved to the front, a passive)
-keeps every place and is not a contradiction. Third-person pronouns (`it`, `they`) are left out: what
-they stand for is not known here. Without a parser the check finds nothing (the other checks still
-run).
+A contradiction is two words that trade places (w1 the doer of V and w2 of W on one side, the
+other way round on the other), or each side negating a word the other says without negating it.
+Both must be exact, so a misspelt or reworded verb (which renames a place for every word at once) is
+no contradiction. Word order alone (a conditional clause moved to the front, a passive) keeps every
+place. Third-person pronouns (`it`, `they`) are left out: what they stand for is not known here.
+Without a parser the check finds nothing (the other checks still run).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import defaultdict
 from functools import lru_cache
@@ -31,23 +33,47 @@ from typing import Any
 from gateway.semantic import structure
 from gateway.semantic.lexicon import ZH_NEGATORS, ZH_STOP
 
-Places = tuple[frozenset[str], dict[str, frozenset[str]]]  # (negation scopes, word → its places)
+# (negation scopes, word → its places, every word said: lemmas in English, characters and words in Chinese)
+Places = tuple[frozenset[str], dict[str, frozenset[str]], frozenset[str]]
 
 _EN_PERSONS = {"i": "i", "me": "i", "myself": "i", "we": "we", "us": "we", "you": "you", "yourself": "you"}
 _ZH_PERSONS = {"我": "我", "我们": "我们", "你": "你", "您": "你", "你们": "你们"}
 
 
 def moved(cached: str, query: str, lang: str) -> bool:
-    """True when the two questions place a shared word differently (see the module docstring)."""
+    """True when the two questions place shared words differently (see the module docstring)."""
     if cached == query:
         return False
     a, b = places(cached, lang), places(query, lang)
     if a is None or b is None:
         return False
-    (neg_a, args_a), (neg_b, args_b) = a, b
-    if neg_a and neg_b and neg_a != neg_b:
-        return True
-    return any(w in args_b and args_b[w] and not (p & args_b[w]) for w, p in args_a.items() if p)
+    return _negation_moved(a, b) or _exchanged(a[1], b[1])
+
+
+def _negation_moved(a: Places, b: Places) -> bool:
+    """Each side negates a word the other says without negating it (`ironed but not washed` /
+    `washed but not ironed`). A word found on one side only (a typo, a synonym) proves nothing."""
+    (neg_a, _, words_a), (neg_b, _, words_b) = a, b
+    if not neg_a or not neg_b or neg_a == neg_b:
+        return False
+    only_a, only_b = neg_a - neg_b, neg_b - neg_a
+    return (any(_said(x, words_b) for x in only_a) and any(_said(y, words_a) for y in only_b))
+
+
+def _said(scope: str, words: frozenset[str]) -> bool:
+    return all(part in words for part in scope.split("+"))
+
+
+def _exchanged(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[str]]) -> bool:
+    """Two words that trade places: w1 holds place p and w2 place q on one side, w1 holds q and w2
+    holds p on the other. An exact exchange, so a place named after a misspelt or reworded verb (which
+    moves every word at once) is no exchange."""
+    shared = [w for w in args_a if w in args_b]
+    for w1, w2 in itertools.permutations(shared, 2):
+        a1, a2, b1, b2 = args_a[w1], args_a[w2], args_b[w1], args_b[w2]
+        if any(p not in a2 and p not in b1 for p in a1 & b2) and any(q not in a1 and q not in b2 for q in a2 & b1):
+            return True
+    return False
 
 
 @lru_cache(maxsize=8192)
@@ -86,7 +112,8 @@ def _en_places(doc: Any) -> Places:
             args[word].add(f"subj:{head.head.lemma_.lower()}")
         elif t.dep_ == "pobj":
             args[word].add(f"{head.lemma_.lower()}:{head.head.lemma_.lower()}")
-    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}
+    said = frozenset(t.lemma_.lower() for t in doc) | frozenset(t.lower_ for t in doc)
+    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said
 
 
 def _en_word(t: Any) -> str | None:
@@ -156,4 +183,7 @@ def _zh_places(tagged: list[tuple[str, str]]) -> Places:
             args[w].add(f"subj:{verb_key(v)}")
         if i > 0 and tagged[i - 1][1].startswith("v"):
             args[w].add(f"obj:{verb_key(i - 1)}")
-    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}
+    text = "".join(word for word, _ in tagged)
+    said = frozenset(word for word, _ in tagged) | frozenset(
+        text[i:j] for i in range(len(text)) for j in range(i + 1, min(len(text), i + 4) + 1))
+    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said
