@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic import normalize, structure
+from gateway.semantic import normalize, placement, structure
 from gateway.semantic.align import Alignment, align
 from gateway.semantic.lexical import Analysis, analyze, stem
 from gateway.semantic.lexicon import EN_ANTONYMS, EN_FRAME, EN_SCOPE, ZH_ANTONYMS, ZH_FRAME, ZH_SCOPE
@@ -127,6 +127,8 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
     if not al.unmatched_a and not al.unmatched_b and (
             _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):
         return "role_swap", al
+    if not al.unmatched_a and not al.unmatched_b and placement.moved(a.text, b.text, a.lang):
+        return "placement", al  # the same words, a negation or a noun in another place
     changed = bool(al.unmatched_a or al.unmatched_b)
     if changed and (al.ratio >= params.near_copy_ratio
                     or (al.changed_blocks == 1 and al.ratio >= params.single_change_ratio)):

@@ -262,7 +262,8 @@ def default_sets() -> list[tuple[str, list[dict[str, Any]]]]:
     return [("dev", load_pairs(EVAL / "semantic_pairs_dev.jsonl")), ("own-tune", own_pairs("tune")),
             ("own-heldout", own_pairs("heldout")), ("own-heldout2", own_pairs("heldout2")),
             ("own-heldout3", own_pairs("heldout3")), ("own-heldout4", own_pairs("heldout4")),
-            ("own-heldout5", own_pairs("heldout5")), ("own-heldout6", own_pairs("heldout6"))]
+            ("own-heldout5", own_pairs("heldout5")), ("own-heldout6", own_pairs("heldout6")),
+            ("own-heldout7", own_pairs("heldout7"))]
 
 
 def structure_cost(rows: list[dict[str, Any]], limit: int = 200) -> dict[str, float]:
