@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.semantic import paraphrase, structure
+from gateway.semantic.batching import collect
 
 
 @dataclass(slots=True)
@@ -81,21 +82,7 @@ class CheckBatcher:
         assert self._queue is not None
         loop = asyncio.get_running_loop()
         while True:
-            batch = [await self._queue.get()]
-            deadline = loop.time() + self.window
-            while len(batch) < self.max_batch:
-                try:
-                    batch.append(self._queue.get_nowait())
-                    continue
-                except asyncio.QueueEmpty:
-                    pass
-                left = deadline - loop.time()
-                if left <= 0:
-                    break
-                try:
-                    batch.append(await asyncio.wait_for(self._queue.get(), left))
-                except TimeoutError:
-                    break
+            batch = await collect(self._queue, self.window, self.max_batch)
             live = [j for j in batch if not j.future.done()]  # a caller past its deadline is gone
             if not live:
                 continue

@@ -33,6 +33,8 @@ from typing import Protocol
 
 import numpy as np
 
+from gateway.semantic.batching import collect
+
 log = logging.getLogger("gateway.semantic")
 
 
@@ -244,21 +246,7 @@ class Embedder:
         assert self._queue is not None
         loop = asyncio.get_running_loop()
         while True:
-            batch = [await self._queue.get()]
-            deadline = loop.time() + self.window
-            while len(batch) < self.max_batch:
-                try:
-                    batch.append(self._queue.get_nowait())
-                    continue
-                except asyncio.QueueEmpty:
-                    pass
-                left = deadline - loop.time()
-                if left <= 0:
-                    break
-                try:
-                    batch.append(await asyncio.wait_for(self._queue.get(), left))
-                except TimeoutError:
-                    break
+            batch = await collect(self._queue, self.window, self.max_batch)
             texts = [p.text for p in batch]
             try:
                 vectors = await loop.run_in_executor(self._pool, self.backend.encode, texts)
