@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from gateway.semantic.checks import OffLoopChecks
-from gateway.semantic.guard import REWORDED, GuardParams, decide, similarity
+from gateway.semantic.guard import REWORDED, GuardParams, similarity
 from gateway.semantic.learning import Learner
 from gateway.semantic.lexical import analyze
 from gateway.semantic.store import Candidate, Scope
@@ -73,8 +73,8 @@ class CandidateJudge:
         """The candidates that may be served, best first (the reasons for the others go to `review`)."""
         lang = analyze(look.question).lang
         for cand in candidates:
-            verdict = decide(cand.question, look.question, cand.score, look.raw_threshold, look.exclusive_terms,
-                             self.guard, learning.cross_language)
+            verdict = await self.checks.decide(cand.question, look.question, cand.score, look.raw_threshold,
+                                               look.exclusive_terms, self.guard, learning.cross_language)
             if (look.asked > look.threshold and similarity(cand.score, look.anchor) < look.asked
                     and (verdict.hit or verdict.lane)):
                 review.rejected.append("below_requested_threshold")

@@ -16,7 +16,7 @@ from typing import Any
 
 from gateway.semantic import paraphrase, structure
 from gateway.semantic.batch_checks import CheckBatcher
-from gateway.semantic.guard import GuardParams
+from gateway.semantic.guard import GuardParams, Verdict, decide
 
 
 class OffLoopChecks:
@@ -32,6 +32,12 @@ class OffLoopChecks:
         await loop.run_in_executor(None, structure.load, "en")
         if self.params.reworded_bar_en <= 1.0:
             await loop.run_in_executor(None, paraphrase.load)
+
+    async def decide(self, *args: Any) -> Verdict:
+        """`guard.decide` in the checks' worker thread: a rule may parse the questions (the same words
+        in other places), and a parse (≈ 15 ms, longer while a tagger loads) must not stall the loop."""
+        verdict: Verdict = await self.batch.run(decide, *args)
+        return verdict
 
     async def agree(self, cached: str, query: str, lang: str) -> bool | None:
         """Action and object agree (`structure.agree`); None while the parser loads."""

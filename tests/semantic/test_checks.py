@@ -54,3 +54,28 @@ async def test_the_chinese_tagger_loads_on_the_first_chinese_pair(monkeypatch: p
         await task
     assert len(spawned) == 1 and structure.ready("zh")
     assert await checks.agree(*pair, "zh") is not None
+
+
+async def test_the_decision_runs_in_the_checks_thread_with_the_same_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The guard's placement rule parses both questions: on the event loop that parse would stall
+    # every other request, so the stage asks for the decision through the checks' worker thread.
+    import threading
+
+    from gateway.semantic import guard
+
+    threads: list[str] = []
+    real = guard.decide
+
+    def recording(*args: Any) -> guard.Verdict:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr("gateway.semantic.checks.decide", recording)
+    checks = OffLoopChecks(GuardParams(), [].append)
+    await checks.load_all()
+    moved = ("Can I get my shirts washed but not ironed?", "Can I get my shirts ironed but not washed?")
+    verdict = await checks.decide(*moved, 1.0, 0.5)
+    assert verdict == real(*moved, 1.0, 0.5)
+    assert not verdict.hit
+    assert threads and threads[0].startswith("semantic-checks")
+    await checks.batch.close()
