@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from gateway.semantic.checks import OffLoopChecks
-from gateway.semantic.guard import REWORDED, GuardParams, similarity
+from gateway.semantic.guard import REWORDED, SAME_CONTENT, GuardParams, decide, similarity
 from gateway.semantic.learning import Learner
 from gateway.semantic.lexical import analyze
 from gateway.semantic.store import Candidate, Scope
@@ -73,8 +73,13 @@ class CandidateJudge:
         """The candidates that may be served, best first (the reasons for the others go to `review`)."""
         lang = analyze(look.question).lang
         for cand in candidates:
-            verdict = await self.checks.decide(cand.question, look.question, cand.score, look.raw_threshold,
-                                               look.exclusive_terms, self.guard, learning.cross_language)
+            args = (cand.question, look.question, cand.score, look.raw_threshold, look.exclusive_terms, self.guard,
+                    learning.cross_language)
+            # The parse-free rules here; only a would-be same-content hit is decided again with the
+            # placement rule, whose parse runs in the checks' worker thread.
+            verdict = decide(*args, placement_check=False)
+            if verdict.hit and verdict.lane == SAME_CONTENT and cand.question != look.question:
+                verdict = await self.checks.decide(*args)
             if (look.asked > look.threshold and similarity(cand.score, look.anchor) < look.asked
                     and (verdict.hit or verdict.lane)):
                 review.rejected.append("below_requested_threshold")

@@ -94,8 +94,10 @@ class Verdict:
 
 
 def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (),
-          params: GuardParams = GuardParams(), cross_language: bool = False) -> tuple[str | None, Alignment | None]:
-    """The guard alone: the reason two questions must not share an answer, or None."""
+          params: GuardParams = GuardParams(), cross_language: bool = False,
+          placement_check: bool = True) -> tuple[str | None, Alignment | None]:
+    """The guard alone: the reason two questions must not share an answer, or None. Without
+    `placement_check` no parse runs (the stage's first pass on the event loop)."""
     if a.lang != b.lang:
         if not (params.cross_language or cross_language):
             return "cross_language", None
@@ -127,7 +129,7 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
     if not al.unmatched_a and not al.unmatched_b and (
             _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):
         return "role_swap", al
-    if not al.unmatched_a and not al.unmatched_b and placement.moved(a.text, b.text, a.lang):
+    if placement_check and not al.unmatched_a and not al.unmatched_b and placement.moved(a.text, b.text, a.lang):
         return "placement", al  # the same words, a negation or a noun in another place
     changed = bool(al.unmatched_a or al.unmatched_b)
     if changed and (al.ratio >= params.near_copy_ratio
@@ -145,16 +147,18 @@ def lane_of(al: Alignment | None) -> str:
 
 def decide(cached: str, query: str, similarity: float, threshold: float,
            exclusive_terms: Sequence[Sequence[str]] = (), params: GuardParams = GuardParams(),
-           cross_language: bool = False) -> Verdict:
+           cross_language: bool = False, placement_check: bool = True) -> Verdict:
     """May the answer cached for `cached` be served for `query`, before any evidence? `similarity`
     is their cosine. A reworded pair at or above the threshold comes back as
-    `Verdict(False, "reworded", lane=REWORDED)`: the caller may serve it on evidence."""
+    `Verdict(False, "reworded", lane=REWORDED)`: the caller may serve it on evidence. The placement
+    rule is the last one a same-content pair meets, so without `placement_check` the verdict differs
+    only where a same-content hit would have been turned down by it."""
     if similarity < threshold - params.same_content_margin:
         return Verdict(False, "below_threshold", similarity)
     if cached == query:
         return Verdict(True, "hit", similarity, SAME_CONTENT)
     a, b = analyze(cached), analyze(query)
-    reason, al = check(a, b, exclusive_terms, params, cross_language)
+    reason, al = check(a, b, exclusive_terms, params, cross_language, placement_check)
     if reason is not None:
         return Verdict(False, reason, similarity)
     lane = lane_of(al)
