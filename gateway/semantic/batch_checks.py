@@ -9,7 +9,8 @@ checks it on the labelled questions), so a decision cannot change.
 `CheckBatcher.run` queues a check (`structure.roles_agree`, `structure.agree`, `paraphrase.confident`)
 with the texts it will read: checks that arrive within `window_ms` go to the worker thread as one
 batch, which first parses (or encodes) every text of the batch not yet seen in one call each, into
-the caches those functions already read (`structure.prime`, `paraphrase.prime`), then runs the checks
+the caches those functions already read (`structure.prime`, which also fills the placement rule's,
+and `paraphrase.prime`), then runs the checks
 one after the other. Only what a check needs is prepared: a parse for the role and structure checks;
 for the second opinion only the vectors, since its parse is needed only when MiniLM's score already
 reached the bar (the check parses then, alone). One thread: the models never run twice at once, and
@@ -26,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.semantic import paraphrase, structure
+from gateway.semantic import paraphrase, placement, structure
 from gateway.semantic.batching import collect
 
 
@@ -54,6 +55,10 @@ class _Seen:
         while len(self._keys) > self.size:
             self._keys.popitem(last=False)
         return out
+
+
+def _places_en(text: str) -> object:
+    return placement.places(text, "en")
 
 
 class CheckBatcher:
@@ -103,7 +108,7 @@ class CheckBatcher:
     def _work(self, batch: list[_Job]) -> list[tuple[bool, Any]]:
         parse = self._parsed.new([t for j in batch for t in j.parse])
         if parse:
-            structure.prime(parse)
+            structure.prime(parse, readers=(_places_en,))
         vectors = self._encoded.new([t for j in batch for t in j.vectors])
         if vectors:
             paraphrase.prime(vectors)

@@ -79,7 +79,7 @@ class CandidateJudge:
             # placement rule, whose parse runs in the checks' worker thread.
             verdict = decide(*args, placement_check=False)
             if verdict.hit and verdict.lane == SAME_CONTENT and cand.question != look.question:
-                verdict = await self.checks.decide(*args)
+                verdict = await self.checks.decide(*args, lang=lang)
             if (look.asked > look.threshold and similarity(cand.score, look.anchor) < look.asked
                     and (verdict.hit or verdict.lane)):
                 review.rejected.append("below_requested_threshold")

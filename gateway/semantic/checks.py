@@ -33,10 +33,11 @@ class OffLoopChecks:
         if self.params.reworded_bar_en <= 1.0:
             await loop.run_in_executor(None, paraphrase.load)
 
-    async def decide(self, *args: Any) -> Verdict:
+    async def decide(self, *args: Any, lang: str = "") -> Verdict:
         """`guard.decide` in the checks' worker thread: a rule may parse the questions (the same words
-        in other places), and a parse (≈ 15 ms, longer while a tagger loads) must not stall the loop."""
-        verdict: Verdict = await self.batch.run(decide, *args)
+        in other places), and a parse (≈ 15 ms, longer while a tagger loads) must not stall the loop.
+        English questions are parsed in the batch, once for this rule and the role check after it."""
+        verdict: Verdict = await self.batch.run(decide, *args, parse=args[:2] if lang == "en" else ())
         return verdict
 
     async def agree(self, cached: str, query: str, lang: str) -> bool | None:

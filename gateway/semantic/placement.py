@@ -25,8 +25,8 @@ Without a parser the check finds nothing (the other checks still run).
 from __future__ import annotations
 
 import itertools
-import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -80,16 +80,11 @@ def _exchanged(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[st
 def places(text: str, lang: str) -> Places | None:
     """The question's negation scopes and argument places, or None when no parser serves `lang`."""
     if lang == "en":
-        nlp = structure._spacy()
-        return None if nlp is None else _en_places(nlp(text))
+        doc = structure.parsed(text)
+        return None if doc is None else _en_places(doc)
     if lang == "zh":
-        try:
-            import jieba
-            import jieba.posseg as pseg
-        except ImportError:
-            return None
-        jieba.setLogLevel(logging.WARNING)
-        return _zh_places([(w.word, w.flag) for w in pseg.cut(text)])
+        tagged = structure.zh_tagged(text)
+        return None if tagged is None else _zh_places(tagged)
     return None
 
 
@@ -124,7 +119,7 @@ def _en_word(t: Any) -> str | None:
     return None
 
 
-def _zh_places(tagged: list[tuple[str, str]]) -> Places:
+def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
     neg: set[str] = set()
     args: dict[str, set[str]] = defaultdict(set)
     n = len(tagged)

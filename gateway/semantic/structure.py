@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -85,37 +86,57 @@ def load(lang: str) -> None:
 _primed: dict[str, Any] = {}
 
 
-def prime(texts: list[str]) -> None:
-    """Parse English questions in one batch into `frame`'s cache (spaCy's `pipe`: less CPU a
-    question than one call each, the same parse)."""
+def prime(texts: list[str], readers: Sequence[Callable[[str], object]] = ()) -> None:
+    """Parse English questions in one batch (spaCy's `pipe`: less CPU a question than one call
+    each, the same parse) and fill `frame`'s cache and each reader's from that one parse."""
     nlp = _spacy()
     if nlp is None or not texts:
         return
     todo = list(dict.fromkeys(texts))
     for text, doc in zip(todo, nlp.pipe(todo, batch_size=len(todo)), strict=True):
         _primed[text] = doc
-    for text in todo:
-        frame(text, "en")
-        _primed.pop(text, None)  # already in the cache: the parse was not needed
+    try:
+        for text in todo:
+            frame(text, "en")
+            for read in readers:
+                read(text)
+    finally:
+        for text in todo:
+            _primed.pop(text, None)  # every cache that needed the parse has what it read from it
+
+
+def parsed(text: str) -> Any:
+    """The English parse of `text` (the one `prime` made for its batch, else a fresh one), or None
+    without the parser: one parse for every reader of a question's structure."""
+    nlp = _spacy()
+    if nlp is None:
+        return None
+    doc = _primed.get(text)
+    return nlp(text) if doc is None else doc
+
+
+@lru_cache(maxsize=8192)
+def zh_tagged(text: str) -> tuple[tuple[str, str], ...] | None:
+    """jieba's words and part-of-speech tags for `text` (tagged once for every reader), or None
+    without jieba."""
+    try:
+        import jieba
+        import jieba.posseg as pseg
+    except ImportError:
+        return None
+    jieba.setLogLevel(logging.WARNING)
+    return tuple((w.word, w.flag) for w in pseg.cut(text))
 
 
 @lru_cache(maxsize=8192)
 def frame(text: str, lang: str) -> Frame | None:
     """The question's operation and objects, or None when no parser serves `lang`."""
     if lang == "en":
-        nlp = _spacy()
-        if nlp is None:
-            return None
-        doc = _primed.pop(text, None)  # parsed in a batch by `prime`
-        return _en_frame(nlp(text) if doc is None else doc)
+        doc = parsed(text)
+        return None if doc is None else _en_frame(doc)
     if lang == "zh":
-        try:
-            import jieba
-            import jieba.posseg as pseg
-        except ImportError:
-            return None
-        jieba.setLogLevel(logging.WARNING)
-        return _zh_frame([(w.word, w.flag) for w in pseg.cut(text)])
+        tagged = zh_tagged(text)
+        return None if tagged is None else _zh_frame(tagged)
     return None
 
 
@@ -271,7 +292,7 @@ def _verb(t: Any) -> str:
     return " ".join([t.lemma_.lower(), *prt])
 
 
-def _zh_frame(tagged: list[tuple[str, str]]) -> Frame:
+def _zh_frame(tagged: Sequence[tuple[str, str]]) -> Frame:
     op = next((w for w, f in tagged if f.startswith("v") and f != "vn" and w not in ZH_STOP and w not in _ZH_MODAL),
               None)
     objects = frozenset(w for w, f in tagged if f.startswith(_ZH_NOUN) and w not in ZH_STOP)
