@@ -18,7 +18,8 @@ from gateway.semantic import lean_tables
 from gateway.semantic.lean_tables import Senses
 
 # Function words (after NLTK's English list) minus negators, direction/time prepositions and
-# scope quantifiers, plus greetings and politeness fillers that never change what is asked.
+# scope quantifiers, plus greetings, politeness fillers and hedges (`approx`, `roughly`) that never
+# change what is asked (numbers are compared on their own).
 EN_STOP = frozenset("""
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
 herself it its itself they them their theirs themselves what which who whom whose this that these those
@@ -26,7 +27,7 @@ am is are was were be been being have has had having do does did doing done a an
 because as while of at by for with about between into through to again then here there when where why
 how from in on such so than too very s t can could will would shall should may might must just now also still
 really please kindly hi hello hey yo thanks thank dear sir madam ok okay um uh get got getting let lets
-tell know want need like way possible able
+tell know want need like way possible able approx approximately roughly
 """.split())  # noqa: SIM905 (a word list reads better as text)
 
 EN_NEGATORS = frozenset("""
