@@ -97,6 +97,9 @@ ZH_ANTONYMS: tuple[tuple[str, str], ...] = (
     ("公开", "私有"), ("内部", "外部"), ("对内", "对外"), ("手动", "自动"),
     ("临时", "永久"), ("全部", "部分"), ("单个", "多个"), ("成功", "失败"), ("允许", "禁止"), ("同意", "拒绝"),
     ("今年", "去年"), ("今年", "明年"), ("本月", "上月"), ("本月", "下月"), ("昨天", "明天"),
+    # buy / sell (as in EN_ANTONYMS): one syllable in two tones, which pinyin input and the aligner's
+    # homophone step (an input-method slip) would otherwise take for one character
+    ("买", "卖"),
 )
 
 
