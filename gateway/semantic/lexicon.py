@@ -63,7 +63,7 @@ EN_ANTONYMS: tuple[tuple[str, str], ...] = (
 # content words still count) and `情况下` (`在 … 的情况下`, "in the case of").
 # Negators and direction words are not here.
 ZH_STOP = frozenset("""
-怎么样 怎么办 怎么 怎样 如何 什么 为什么 为何 哪里 哪儿 哪个 哪些 哪 是否 能否 可否 可以 能够
+怎么样 怎么办 怎么 怎样 如何 什么 为什么 为何 哪里 哪儿 哪个 哪些 哪天 哪 是否 能否 可否 可以 能够
 请问 请 麻烦 您好 你好 亲 谢谢 非常 问下 问一下 一下 一般 通常 的话 的 地 得 了 着 过 吗
 呢 吧 啊 呀 哦 嘛 啦 哈 呗 我们 你们 他们 我 你 您 他 她 它 咱们 是 在 会 能 要 想
 需要 应该 该 还 就 都 也 又 这个 那个 这 那 个 把 被 给 对 和 与 及 或 或者 等 之 其

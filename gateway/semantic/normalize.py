@@ -19,7 +19,8 @@ word that is only on one side still counts as a change.
   do?`, `?? help`) goes when the question before it has three words or more: what is asked is
   what comes before it.
 - `percent`, `per cent` after a number are `%`; Chinese `百分之N` is `N%` (digits or number words).
-- `half an hour` is `30 minutes`, `半小时` is `30分钟` (the same duration, said both ways).
+- `half an hour` is `30 minutes`, `半小时` is `30分钟` (the same duration, said both ways); `3月份`
+  is `3月` (`月份`, "month", after a number).
 - Between two questions (`ones_as_articles`): `a month`, `an hour`, `one position` are `1 month`,
   `1 hour`, `1 position` when the other question says `1` before the same word. Only then: a lone
   `a` is an article, not a number, so "how much is it a month" keeps matching "per month".
@@ -49,6 +50,7 @@ _TAIL = re.compile(r"(?<=\w)(?:(?:\s*[,.;:!?-]+\s*|\s+)(?:so\s+)?(?:what(?:\s+is
                    r"|\s*[,.;:!?-]+\s*(?:please\s+|pls\s+)?help(?:\s+(?:me|please|pls))?)\s*[?.!]*\s*$", re.I)
 _HALF_HOUR = re.compile(r"\bhalf(?:\s+an|\s*-)?\s*hour\b", re.I)
 _ZH_HALF_HOUR = re.compile("半个?(?:小时|钟头)")
+_ZH_MONTH = re.compile(r"(?<=[\d零〇一二两三四五六七八九十])(\s*)月份")  # `3月份` is `3月` (month 3)
 _PERCENT = re.compile(r"(?<=\d)\s*(?:percent|per\s+cent)\b", re.I)
 _ZH_PERCENT = re.compile(r"百分之([零〇一二两三四五六七八九十百千]+|\d+(?:\.\d+)?)")
 
@@ -69,8 +71,10 @@ def english(text: str) -> str:
 
 
 def chinese_quantities(text: str, parse: Callable[[str], int | None]) -> str:
-    """`百分之五` / `百分之5` → `5%` (before Chinese number words become digits: `百` is one of them)."""
+    """`百分之五` / `百分之5` → `5%` (before Chinese number words become digits: `百` is one of them);
+    `半小时` → `30分钟`; `3月份` → `3月`."""
     text = _ZH_HALF_HOUR.sub("30分钟", text)
+    text = _ZH_MONTH.sub(r"\1月", text)
     if "百分之" not in text:
         return text
 

@@ -35,6 +35,7 @@ def _hit(cached: str, query: str) -> bool:
     ("Why was my order delayed?", "my order got delayed, whats going on"),
     ("My parcel shows as lost. What should I do?", "my parcel shows as lost?? help"),
     ("How long does shipping take?", "Roughly how long does shipping take?"),
+    ("5月份的工资什么时候发？", "五月的工资哪天发？"),
 ])
 def test_rewritten_forms_are_the_same_question(cached: str, query: str) -> None:
     assert _hit(cached, query), (analyze(cached).surface, analyze(query).surface)
@@ -57,6 +58,9 @@ def test_rewritten_forms_are_the_same_question(cached: str, query: str) -> None:
     # a price asked of another thing, a help question whose object is help, another symptom
     ("What is the price of the premium plan?", "How much is the basic plan?"),
     ("How do I get help?", "How do I get a refund?"),
+    # another month; "how many days" is not "which day"
+    ("5月份的工资什么时候发？", "6月的工资哪天发？"),
+    ("退款几天能到账？", "退款哪天能到账？"),
     ("My printer can't print in color, what's wrong?", "My printer can't scan, what's wrong?"),
 ])
 def test_near_misses_stay_apart(cached: str, query: str) -> None:
