@@ -69,3 +69,12 @@ def test_alignment_counts_changed_places() -> None:
     assert [t.text for t in one.unmatched_a] == ["archiv"] and one.changed_blocks == 1 and one.ratio > 0.8
     acronym = align(analyze("What is the requests per minute limit?"), analyze("What is the RPM limit?"))
     assert not acronym.unmatched_a and not acronym.unmatched_b
+
+
+def test_a_mistyped_function_word_is_that_function_word() -> None:
+    # `怎么办` typed `怎么半` (bàn / bàn): the tokenizer splits it into `怎么` and a content character
+    slip = align(analyze("打印机卡纸了怎么办？"), analyze("打印机卡纸了怎么半？"))
+    assert not slip.unmatched_a and not slip.unmatched_b
+    # a content character that does not sound the same stays a change
+    other = align(analyze("打印机卡纸了怎么办？"), analyze("打印机卡纸了怎么修？"))
+    assert [t.text for t in other.unmatched_b] == ["修"]
