@@ -3,7 +3,8 @@
 A counterpart is the same (stemmed) token, or one the guard can explain as a different spelling of
 the same word: a misspelling (edit distance 1, 2 for long words, where one side is not an English
 word), a clipped form (`prod` / `production`, `notifs` / `notifications`), or an acronym of a run of
-words on the other side (`SSO` / `single sign-on`). Everything else that is left over is a change
+words on the other side (`SSO` / `single sign-on`); a Chinese character for one that sounds the same,
+in place or inside a function word (`怎么办` typed `怎么半`). Everything else that is left over is a change
 of content, and the structure of the changes (one slot swapped in an otherwise identical question,
 or a reworded question) is what the guard judges.
 """
@@ -183,6 +184,11 @@ def align(a: Analysis, b: Analysis) -> Alignment:
                 matched_a.add(i1)
                 matched_b.add(j1)
                 canon_b[j1] = ta.text
+        elif tag == "replace" and _function_word_slip(a.tokens[i1:i2], b.tokens[j1:j2]):
+            # the slip inside a function word (`怎么办` typed `怎么半`): the block is that function word
+            matched_a.update(range(i1, i2))
+            matched_b.update(range(j1, j2))
+            canon_b[j1:j2] = [t.text for t in a.tokens[i1:i2]][: j2 - j1] + [""] * max(0, (j2 - j1) - (i2 - i1))
     matcher = difflib.SequenceMatcher(None, seq_a, canon_b, autojunk=False)
     unmatched_a = [i for i in a_content if i not in matched_a]
     unmatched_b = [j for j in b_content if j not in matched_b]
@@ -200,6 +206,19 @@ def align(a: Analysis, b: Analysis) -> Alignment:
             bridge = True
     return Alignment([a.tokens[i] for i in unmatched_a], [b.tokens[j] for j in unmatched_b],
                      len(matched_a), matcher.ratio(), changed)
+
+
+def _function_word_slip(xs: list[Token], ys: list[Token]) -> bool:
+    """Two blocks of Chinese tokens that spell one text but for one character, the two characters
+    homophones, and a function word on one side: one side has the function word, the other the same
+    word with one character mistyped, which the tokenizer then split (`怎么办` / `怎么` + `半`)."""
+    if not (xs and ys and all(t.han for t in (*xs, *ys)) and any(t.stop for t in (*xs, *ys))):
+        return False
+    x, y = "".join(t.text for t in xs), "".join(t.text for t in ys)
+    if len(x) != len(y) or len(x) > 4:
+        return False
+    diff = [(p, q) for p, q in zip(x, y, strict=True) if p != q]
+    return len(diff) == 1 and homophones(*diff[0])
 
 
 @lru_cache(maxsize=8192)

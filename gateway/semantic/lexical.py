@@ -6,7 +6,8 @@ frames, percent and half-hour quantities), Chinese and English number words to d
 `1,000`/`1K` to `1000`, identifiers split on `_`/`-` and at letter/digit boundaries (`v0.28` →
 `v`, `0.28`; `Win10` → `win`, `10`), a light English stemmer, and greedy longest-match of Chinese
 function words, leaving other Chinese characters as one token each (so no segmenter is needed and
-a changed character is always visible).
+a changed character is always visible); after a number `个月` (a count of months) is one token, so
+`3个月` is not `3月` (March).
 
 Each token carries flags: a function word (`stop`), a negator (`neg`), a name-like token (`entity`:
 digits, ALL CAPS, camelCase, capitalised inside a sentence, an identifier, or Latin text inside
@@ -218,6 +219,7 @@ def analyze(text: str) -> Analysis:
         tail = norm[m.end() : m.end() + 2]
         sentence_start = bool(re.match(r"\s*[.?!]", tail))
 
+    tokens = _months_counted(tokens)
     numbers = tuple(sorted(t.text for t in tokens if t.number and t.raw not in ("one", "一")))
     negations = sum(1 for t in tokens if t.neg)
     surface = " ".join(t.raw for t in tokens)
@@ -239,6 +241,27 @@ def _latin_token(orig: str, low: str, lang: str, compound: bool, sentence_start:
         or (orig[:1].isupper() and not sentence_start)
     )
     return Token(stem(low), low, stop=low in EN_STOP, neg=low in EN_NEGATORS, entity=entity and low not in EN_STOP)
+
+
+# what may count months: a number, or 一 几 半 (`一个月`, `几个月`, `半个月`)
+_MONTH_COUNTERS = frozenset("一几半")
+
+
+def _months_counted(tokens: list[Token]) -> list[Token]:
+    """`3个月` (three months) is not `3月` (March), nor `几个月` (how many months) `几月` (which
+    month): after a number, `个月` is one content token, where `个` alone is a function word."""
+    out: list[Token] = []
+    k = 0
+    while k < len(tokens):
+        t = tokens[k]
+        if (t.text == "个" and t.stop and k + 1 < len(tokens) and tokens[k + 1].text == "月" and out
+                and (out[-1].number or out[-1].text in _MONTH_COUNTERS)):
+            out.append(Token("个月", "个月", han=True))
+            k += 2
+            continue
+        out.append(t)
+        k += 1
+    return out
 
 
 def _han_tokens(run: str) -> list[Token]:

@@ -18,7 +18,8 @@ from gateway.semantic import lean_tables
 from gateway.semantic.lean_tables import Senses
 
 # Function words (after NLTK's English list) minus negators, direction/time prepositions and
-# scope quantifiers, plus greetings and politeness fillers that never change what is asked.
+# scope quantifiers, plus greetings, politeness fillers and hedges (`approx`, `roughly`) that never
+# change what is asked (numbers are compared on their own).
 EN_STOP = frozenset("""
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
 herself it its itself they them their theirs themselves what which who whom whose this that these those
@@ -26,7 +27,7 @@ am is are was were be been being have has had having do does did doing done a an
 because as while of at by for with about between into through to again then here there when where why
 how from in on such so than too very s t can could will would shall should may might must just now also still
 really please kindly hi hello hey yo thanks thank dear sir madam ok okay um uh get got getting let lets
-tell know want need like way possible able
+tell know want need like way possible able approx approximately roughly
 """.split())  # noqa: SIM905 (a word list reads better as text)
 
 EN_NEGATORS = frozenset("""
@@ -62,7 +63,7 @@ EN_ANTONYMS: tuple[tuple[str, str], ...] = (
 # content words still count) and `情况下` (`在 … 的情况下`, "in the case of").
 # Negators and direction words are not here.
 ZH_STOP = frozenset("""
-怎么样 怎么办 怎么 怎样 如何 什么 为什么 为何 哪里 哪儿 哪个 哪些 哪 是否 能否 可否 可以 能够
+怎么样 怎么办 怎么 怎样 如何 什么 为什么 为何 哪里 哪儿 哪个 哪些 哪天 哪 是否 能否 可否 可以 能够
 请问 请 麻烦 您好 你好 亲 谢谢 非常 问下 问一下 一下 一般 通常 的话 的 地 得 了 着 过 吗
 呢 吧 啊 呀 哦 嘛 啦 哈 呗 我们 你们 他们 我 你 您 他 她 它 咱们 是 在 会 能 要 想
 需要 应该 该 还 就 都 也 又 这个 那个 这 那 个 把 被 给 对 和 与 及 或 或者 等 之 其
@@ -96,6 +97,9 @@ ZH_ANTONYMS: tuple[tuple[str, str], ...] = (
     ("公开", "私有"), ("内部", "外部"), ("对内", "对外"), ("手动", "自动"),
     ("临时", "永久"), ("全部", "部分"), ("单个", "多个"), ("成功", "失败"), ("允许", "禁止"), ("同意", "拒绝"),
     ("今年", "去年"), ("今年", "明年"), ("本月", "上月"), ("本月", "下月"), ("昨天", "明天"),
+    # buy / sell (as in EN_ANTONYMS): one syllable in two tones, which pinyin input and the aligner's
+    # homophone step (an input-method slip) would otherwise take for one character
+    ("买", "卖"),
 )
 
 

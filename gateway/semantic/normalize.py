@@ -13,9 +13,14 @@ word that is only on one side still counts as a change.
 - A request that frames a question (`could you explain how …`, `can you show me where …`,
   `let me know when …`): the framed question is what is asked, so the frame goes when a question
   word follows it. `explain` followed by an object (`explain my bill`) stays.
-- `what are the steps to`, `what is the process for`, `what is the procedure to` ask `how to`.
+- `what are the steps to`, `what is the process for`, `what is the procedure to` ask `how to`;
+  `what is the price of` / `what's the cost of` ask `how much is`.
+- A closing plea that restates the question (`…, what's wrong?`, `what's going on?`, `what should I
+  do?`, `?? help`) goes when the question before it has three words or more: what is asked is
+  what comes before it.
 - `percent`, `per cent` after a number are `%`; Chinese `百分之N` is `N%` (digits or number words).
-- `half an hour` is `30 minutes`, `半小时` is `30分钟` (the same duration, said both ways).
+- `half an hour` is `30 minutes`, `半小时` is `30分钟` (the same duration, said both ways); `3月份`
+  is `3月` (`月份`, "month", after a number).
 - Between two questions (`ones_as_articles`): `a month`, `an hour`, `one position` are `1 month`,
   `1 hour`, `1 position` when the other question says `1` before the same word. Only then: a lone
   `a` is an article, not a number, so "how much is it a month" keeps matching "per month".
@@ -35,8 +40,17 @@ _REQUEST = re.compile(
     rf"(?:explain|show\s+me|tell\s+me|let\s+me\s+know)(?:\s+to\s+me)?\s+(?={_WH})", re.I)
 # after contractions: "what's the process for" arrives as "what the process for"
 _STEPS = re.compile(r"\bwhat(?:\s+(?:are|is|were|was))?\s+the\s+(?:steps|process|procedure)\s+(?:to|for)\b", re.I)
+# "what is the price of X" asks "how much is X" (after contractions: "what's" arrives as "what")
+_PRICE = re.compile(r"\bwhat(?:\s+(?:is|are|was|were))?\s+the\s+(?:price|cost)\b(?:\s+of\b)?", re.I)
+# A closing question that only asks for help with what was just said: "My bulb won't connect, what's
+# wrong?", "I got charged twice, what's going on?", "… not here?? help". It goes when at least three
+# words come before it; a bare `help` only after punctuation (`how do I get help` keeps its object).
+_TAIL = re.compile(r"(?<=\w)(?:(?:\s*[,.;:!?-]+\s*|\s+)(?:so\s+)?(?:what(?:\s+is)?\s+(?:wrong|going\s+on|the\s+matter)"
+                   r"|what\s+(?:should|do|can|could)\s+(?:i|we)\s+do(?:\s+now)?)"
+                   r"|\s*[,.;:!?-]+\s*(?:please\s+|pls\s+)?help(?:\s+(?:me|please|pls))?)\s*[?.!]*\s*$", re.I)
 _HALF_HOUR = re.compile(r"\bhalf(?:\s+an|\s*-)?\s*hour\b", re.I)
 _ZH_HALF_HOUR = re.compile("半个?(?:小时|钟头)")
+_ZH_MONTH = re.compile(r"(?<=[\d零〇一二两三四五六七八九十])(\s*)月份")  # `3月份` is `3月` (month 3)
 _PERCENT = re.compile(r"(?<=\d)\s*(?:percent|per\s+cent)\b", re.I)
 _ZH_PERCENT = re.compile(r"百分之([零〇一二两三四五六七八九十百千]+|\d+(?:\.\d+)?)")
 
@@ -48,13 +62,19 @@ def english(text: str) -> str:
         text = pattern.sub(repl, text)
     text = _REQUEST.sub("", text)
     text = _STEPS.sub("how to", text)
+    text = _PRICE.sub("how much is", text)
+    tail = _TAIL.search(text)
+    if tail and len(re.findall(r"[A-Za-z0-9]+", text[: tail.start()])) >= 3:
+        text = text[: tail.start()]
     text = _HALF_HOUR.sub("30 minutes", text)
     return _PERCENT.sub("%", text)
 
 
 def chinese_quantities(text: str, parse: Callable[[str], int | None]) -> str:
-    """`百分之五` / `百分之5` → `5%` (before Chinese number words become digits: `百` is one of them)."""
+    """`百分之五` / `百分之5` → `5%` (before Chinese number words become digits: `百` is one of them);
+    `半小时` → `30分钟`; `3月份` → `3月`."""
     text = _ZH_HALF_HOUR.sub("30分钟", text)
+    text = _ZH_MONTH.sub(r"\1月", text)
     if "百分之" not in text:
         return text
 

@@ -79,8 +79,8 @@ def _figures(rows: list[dict[str, object]]) -> dict[str, dict[str, float]]:
 # measured before any evidence (docs/semantic-cache.md), rounded down
 # (held-out 6 meets them since the placement rule, written after its first look named its three false
 # hits; held-out 7 is left out: it misses them, docs/semantic-cache.md)
-RECALL_FLOOR = {"dev": 0.27, "heldout": 0.42, "heldout2": 0.38, "heldout3": 0.40, "heldout4": 0.30,
-                "heldout5": 0.34, "heldout6": 0.43}
+RECALL_FLOOR = {"dev": 0.29, "heldout": 0.44, "heldout2": 0.38, "heldout3": 0.43, "heldout4": 0.30,
+                "heldout5": 0.35, "heldout6": 0.43}
 
 
 @pytest.mark.parametrize("split", list(RECALL_FLOOR))
@@ -88,7 +88,7 @@ def test_precision_targets_hold_before_any_evidence(split: str) -> None:
     """Before any evidence (the default state): precision ≥ 0.97 overall and ≥ 0.95 per language,
     hard false hits ≤ 2 %, on the dev pairs and on our own five held-out splits (other domains).
     Recall is pinned at what the same-content lane and the confident reworded lane measured (dev
-    0.274, held-out 0.429 / 0.388 / 0.409 / 0.303 / 0.342): the recall targets (0.60 dev, 0.40
+    0.293, held-out 0.446 / 0.388 / 0.432 / 0.303 / 0.354 / 0.436): the recall targets (0.60 dev, 0.40
     unseen) are not met before evidence (docs/semantic-cache.md)."""
     from gateway_dev.bench.semantic_pairs import own_pairs
 

@@ -69,3 +69,23 @@ def test_alignment_counts_changed_places() -> None:
     assert [t.text for t in one.unmatched_a] == ["archiv"] and one.changed_blocks == 1 and one.ratio > 0.8
     acronym = align(analyze("What is the requests per minute limit?"), analyze("What is the RPM limit?"))
     assert not acronym.unmatched_a and not acronym.unmatched_b
+
+
+def test_a_mistyped_function_word_is_that_function_word() -> None:
+    # `怎么办` typed `怎么半` (bàn / bàn): the tokenizer splits it into `怎么` and a content character
+    slip = align(analyze("打印机卡纸了怎么办？"), analyze("打印机卡纸了怎么半？"))
+    assert not slip.unmatched_a and not slip.unmatched_b
+    # a content character that does not sound the same stays a change
+    other = align(analyze("打印机卡纸了怎么办？"), analyze("打印机卡纸了怎么修？"))
+    assert [t.text for t in other.unmatched_b] == ["修"]
+
+
+def test_months_counted_are_not_a_month_named() -> None:
+    # 3个月 is three months, 3月 March; 几个月 how many months, 几月 which month
+    from gateway.semantic import guard
+
+    assert not guard.decide("3月的账单什么时候出？", "3个月的账单什么时候出？", 0.99, 0.6).hit
+    assert not guard.decide("一月可以退款吗？", "一个月可以退款吗？", 0.99, 0.6).hit
+    assert not guard.decide("几个月能到？", "几月能到？", 0.99, 0.6).hit
+    assert guard.decide("三个月能退款吗？", "3个月能退款吗？", 0.99, 0.6).hit  # the same count, two spellings
+    assert "个月" not in [t.text for t in analyze("这个月的账单").tokens]  # not after a number

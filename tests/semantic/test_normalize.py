@@ -30,6 +30,12 @@ def _hit(cached: str, query: str) -> bool:
     ("Can I apply for more than one position?", "Can I apply for more than 1 position?"),
     ("How much is a 30-minute ride?", "How much is a half-hour ride?"),
     ("骑半小时多少钱？", "骑30分钟多少钱？"),
+    ("What is the price of the premium plan?", "How much is the premium plan?"),
+    ("Why won't my printer print in color?", "My printer can't print in color, what's wrong?"),
+    ("Why was my order delayed?", "my order got delayed, whats going on"),
+    ("My parcel shows as lost. What should I do?", "my parcel shows as lost?? help"),
+    ("How long does shipping take?", "Roughly how long does shipping take?"),
+    ("5月份的工资什么时候发？", "五月的工资哪天发？"),
 ])
 def test_rewritten_forms_are_the_same_question(cached: str, query: str) -> None:
     assert _hit(cached, query), (analyze(cached).surface, analyze(query).surface)
@@ -49,6 +55,13 @@ def test_rewritten_forms_are_the_same_question(cached: str, query: str) -> None:
     ("Can I pause my membership for a month?", "Can I pause my membership for 1 week?"),
     ("How much is a 40-minute ride?", "How much is a half-hour ride?"),
     ("骑半小时多少钱？", "骑40分钟多少钱？"),
+    # a price asked of another thing, a help question whose object is help, another symptom
+    ("What is the price of the premium plan?", "How much is the basic plan?"),
+    ("How do I get help?", "How do I get a refund?"),
+    # another month; "how many days" is not "which day"
+    ("5月份的工资什么时候发？", "6月的工资哪天发？"),
+    ("退款几天能到账？", "退款哪天能到账？"),
+    ("My printer can't print in color, what's wrong?", "My printer can't scan, what's wrong?"),
 ])
 def test_near_misses_stay_apart(cached: str, query: str) -> None:
     assert not _hit(cached, query)
@@ -60,6 +73,10 @@ def test_rewrites_leave_real_words_and_objects_alone() -> None:
     assert english("Can you explain my bill?") == "Can you explain my bill?"
     assert english("what the process for refunds") == "how to refunds"
     assert english("5 per cent") == "5%"
+    # a closing "what's wrong?" goes only after a question of its own (three words or more)
+    assert english("what wrong?") == "what wrong?"
+    assert english("How do I get help") == "How do I get help"
+    assert english("The app crashed, what should I do?") == "The app crashed"
 
 
 def test_an_article_stays_an_article_without_a_1_opposite() -> None:
