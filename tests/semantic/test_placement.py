@@ -34,5 +34,42 @@ def test_word_order_alone_keeps_the_places(cached: str, query: str, lang: str) -
 
 def test_third_person_pronouns_are_left_out() -> None:
     """`it` may stand for either noun: its place is no evidence either way."""
-    _neg, args, _said = placement.places("Is the poster framed before it is shipped?", "en")  # type: ignore[misc]
+    _neg, args, _said, _units = placement.places("Is the poster framed before it is shipped?", "en")  # type: ignore[misc]
     assert "it" not in args and "poster" in args
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    # nouns the tagger gives no verb (`可以` read as a conjunction, `替` as a preposition)
+    ("学生可以替家长签到吗？", "家长可以替学生签到吗？", "zh"),
+    # event order: the same two events, the other one first
+    ("是先付款再发货吗？", "是先发货再付款吗？", "zh"),
+    ("Can I pay with points instead of cash?", "Can I pay with cash instead of points?", "en"),
+    ("Is the tenant charged when the landlord cancels the viewing?",
+     "Is the landlord charged when the tenant cancels the viewing?", "en"),
+])
+def test_exchanged_stretches_are_another_question(cached: str, query: str, lang: str) -> None:
+    a, b = placement.places(cached, lang), placement.places(query, lang)
+    assert a is not None and b is not None
+    assert placement._stretches_exchanged(a[3], b[3], lang)
+    assert placement.moved(cached, query, lang)
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    ("定期和活期有什么区别？", "活期和定期有什么区别？", "zh"),  # coordinated: either order
+    ("是先付款再发货还是先发货再付款？", "是先发货再付款还是先付款再发货？", "zh"),  # both orders asked
+    ("快递员没来但订单显示已送达", "订单显示已送达但快递员没来", "zh"),  # two statements joined
+    ("订单发货以后还能取消吗？", "还能取消发货以后的订单吗？", "zh"),  # `的` makes it one thing
+    ("What is the difference between a loan and a lease?", "What is the difference between a lease and a loan?", "en"),
+    ("Does the buyer or the seller pay the fee?", "Does the seller or the buyer pay the fee?", "en"),
+    ("If the app crashes, is my progress saved?", "Is my progress saved if the app crashes?", "en"),
+    ("The parcel arrived late but the tracking said delivered.",
+     "The tracking said delivered but the parcel arrived late.", "en"),
+])
+def test_symmetric_or_moved_clauses_are_no_exchange(cached: str, query: str, lang: str) -> None:
+    assert not placement.moved(cached, query, lang)
+
+
+def test_a_negation_read_across_a_particle() -> None:
+    """`没扣钱` negates what `扣了钱` says: the negation moved from the order to the charge."""
+    assert placement.moved("为什么没预订的房间也扣了钱？", "为什么预订的房间没扣钱？", "zh")
+    assert not placement.moved("为什么没预订的房间也扣了钱？", "为什么没有预订的房间也扣了钱？", "zh")
