@@ -56,7 +56,8 @@ def moved(cached: str, query: str, lang: str) -> bool:
     a, b = places(cached, lang), places(query, lang)
     if a is None or b is None:
         return False
-    return _negation_moved(a, b) or _exchanged(a[1], b[1]) or _stretches_exchanged(a[3], b[3], lang)
+    return (_negation_moved(a, b) or _exchanged(a[1], b[1]) or _doer_replaced(a[1], b[1])
+            or _stretches_exchanged(a[3], b[3], lang))
 
 
 # A middle with one of these between two exchanged stretches coordinates them: the order is free
@@ -142,6 +143,25 @@ def _exchanged(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[st
     return False
 
 
+# `what is X` / `how long is Y covered`: the subject of a copula is what is asked about, not a doer
+_COPULAS = frozenset({"be", "have", "do", "get", "是", "有"})
+
+
+def _doer_replaced(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[str]]) -> bool:
+    """The same action done by another party that both questions name (`can the driver leave my
+    laundry …` / `can I leave my laundry … for the driver`): w1 its subject on one side only, w2 on the
+    other side only, and each of them has a place on both sides (both are in both questions' parses).
+    Copulas and light verbs aside."""
+    verbs = {p for places in (*args_a.values(), *args_b.values()) for p in places
+             if p.startswith("subj:") and p[5:] not in _COPULAS}
+    for p in verbs:
+        was = {w for w, places in args_a.items() if p in places and w in args_b and p not in args_b[w]}
+        now = {w for w, places in args_b.items() if p in places and w in args_a and p not in args_a[w]}
+        if was and now and was != now:
+            return True
+    return False
+
+
 @lru_cache(maxsize=8192)
 def places(text: str, lang: str) -> Places | None:
     """The question's negation scopes and argument places, or None when no parser serves `lang`."""
@@ -167,6 +187,8 @@ def _en_places(doc: Any) -> Places:
         head = t.head
         if t.dep_ == "nsubj":
             args[word].add(f"subj:{head.lemma_.lower()}")
+            for verb in _controlled(head):  # `do I have to pack …`: I pack
+                args[word].add(f"subj:{verb.lemma_.lower()}")
         elif t.dep_ in ("nsubjpass", "dobj"):
             args[word].add(f"obj:{head.lemma_.lower()}")
         elif t.dep_ == "pobj" and head.dep_ == "agent":  # `changed by my partner`: the doer
@@ -192,6 +214,18 @@ def _en_units(doc: Any) -> tuple[Unit, ...]:
         content = t.pos_ not in _EN_FUNCTION_POS and (t.pos_ != "PRON" or t.lower_ in _EN_PERSONS)
         out.append((word, content, True))
     return tuple(out)
+
+
+def _controlled(head: Any) -> list[Any]:
+    """The verbs whose subject is `head`'s (`have to pack`, `want to try`, `need to be able to
+    cancel`: open clausal complements, followed down)."""
+    out: list[Any] = []
+    todo = [c for c in head.children if c.dep_ == "xcomp"]
+    while todo:
+        verb = todo.pop()
+        out.append(verb)
+        todo.extend(c for c in verb.children if c.dep_ == "xcomp")
+    return out
 
 
 def _en_word(t: Any) -> str | None:

@@ -73,3 +73,24 @@ def test_a_negation_read_across_a_particle() -> None:
     """`没扣钱` negates what `扣了钱` says: the negation moved from the order to the charge."""
     assert placement.moved("为什么没预订的房间也扣了钱？", "为什么预订的房间没扣钱？", "zh")
     assert not placement.moved("为什么没预订的房间也扣了钱？", "为什么没有预订的房间也扣了钱？", "zh")
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    # the subject of `have to` / `need to` does the verb it controls
+    ("Do you carry the boxes upstairs for me?", "Do I have to carry the boxes upstairs for you?"),
+    # the same action, done by the other party named in both
+    ("Can the courier leave my parcel at the gate if I'm out?",
+     "Can I leave my parcel at the gate for the courier if I'm out?"),
+])
+def test_the_doer_changed_is_another_question(cached: str, query: str) -> None:
+    assert placement.moved(cached, query, "en")
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Do I have to carry the boxes upstairs?", "Do I need to carry the boxes upstairs?"),
+    ("Can the courier leave my parcel at the gate?", "Can my parcel be left at the gate by the courier?"),
+    # a copula's subject is what is asked about, not a doer
+    ("What's the warranty on the X9 speaker?", "How long is the X9 speaker covered by the warranty?"),
+])
+def test_the_same_doer_in_other_words_is_kept(cached: str, query: str) -> None:
+    assert not placement.moved(cached, query, "en")
