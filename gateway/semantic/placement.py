@@ -123,7 +123,9 @@ def _negation_moved(a: Places, b: Places) -> bool:
     (neg_a, _, words_a, _), (neg_b, _, words_b, _) = a, b
     if not neg_a or not neg_b or neg_a == neg_b:
         return False
-    only_a, only_b = neg_a - neg_b, neg_b - neg_a
+    # one segmentation's `没休|完` is another's `没|休完`: scopes one inside the other are one scope
+    only_a = {x for x in neg_a if not any(x in y or y in x for y in neg_b)}
+    only_b = {y for y in neg_b if not any(x in y or y in x for x in neg_a)}
     return (any(_said(x, words_b) for x in only_a) and any(_said(y, words_a) for y in only_b))
 
 
@@ -179,7 +181,7 @@ def _en_places(doc: Any) -> Places:
     args: dict[str, set[str]] = defaultdict(set)
     for t in doc:
         if t.dep_ == "neg":
-            neg.add(t.head.lemma_.lower())
+            neg.update(_negated(t))
             continue
         word = _en_word(t)
         if word is None:
@@ -214,6 +216,25 @@ def _en_units(doc: Any) -> tuple[Unit, ...]:
         content = t.pos_ not in _EN_FUNCTION_POS and (t.pos_ != "PRON" or t.lower_ in _EN_PERSONS)
         out.append((word, content, True))
     return tuple(out)
+
+
+def _negated(negator: Any) -> set[str]:
+    """What a negation attaches to, with the words coordinated with it that share its subject
+    (`never ruled or occupied` negates both). A noun head right after an auxiliary is the parser
+    hanging it on the subject (`doesn't Microsoft Word open`): the verb above it is meant (`but not
+    texts` negates the noun)."""
+    head = negator.head
+    after_aux = negator.i > 0 and negator.doc[negator.i - 1].pos_ == "AUX"
+    if after_aux and head.pos_ in ("NOUN", "PROPN") and head.head.pos_ in ("VERB", "AUX"):
+        head = head.head
+    out = {head.lemma_.lower()}
+    for c in head.children:
+        # a conjunct with a subject of its own is another clause (`did not show up but the booking
+        # was charged`), and `but` contrasts what it joins
+        if c.dep_ == "conj" and not any(k.dep_ in ("nsubj", "nsubjpass") for k in c.children) \
+                and not any(k.dep_ == "cc" and k.lower_ in ("but", "yet") for k in head.children):
+            out.add(c.lemma_.lower())
+    return out
 
 
 def _controlled(head: Any) -> list[Any]:
@@ -265,13 +286,19 @@ def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
 
     for i, (word, _flag) in enumerate(tagged):
         for negator in ZH_NEGATORS:
-            if word.startswith(negator):
+            # a word the tagger reads as a pronoun, a noun, a time or a conjunction only begins with a
+            # negator's character (`别人`, `无线`, `未来`, `否则`, `无论`): it negates nothing
+            if word.startswith(negator) and (word == negator or not _flag.startswith(_ZH_NOT_NEGATED)):
                 rest = word[len(negator):]
                 j = i + 1
                 if not rest:  # the negator stands alone: it scopes over the next content word
                     while j < n and (tagged[j][0] in ZH_STOP or tagged[j][1] == "x"):
                         j += 1
                     rest, j = (tagged[j][0], j + 1) if j < n else ("", j)
+                if rest and i > 0 and tagged[i - 1][0].endswith(rest[0]):
+                    break  # `会不会`, `能不能`: a yes/no question, not a negation
+                if rest in _ZH_MODALS and j < n and tagged[j][1].startswith("v"):
+                    rest, j = tagged[j][0], j + 1  # `不能连接` negates the connecting, as `别连接` does
                 if rest:
                     after = noun(j) if j < n else None
                     neg.add(rest + (f"+{after}" if after else ""))
@@ -304,6 +331,9 @@ def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
 
 
 _ZH_FUNCTION_TAGS = ("d", "c", "p", "u", "y", "x", "e", "o")
+_ZH_NOT_NEGATED = ("r", "n", "t", "c", "f", "s", "m", "q")
+# modal verbs a negator may stand before: what is negated is the verb after them
+_ZH_MODALS = frozenset("能 能够 会 可以 可 要 想 用 需要 必 必要 应该 该 敢 肯 愿意".split())  # noqa: SIM905
 
 
 def _zh_units(tagged: Sequence[tuple[str, str]]) -> tuple[Unit, ...]:

@@ -94,3 +94,35 @@ def test_the_doer_changed_is_another_question(cached: str, query: str) -> None:
 ])
 def test_the_same_doer_in_other_words_is_kept(cached: str, query: str) -> None:
     assert not placement.moved(cached, query, "en")
+
+
+@pytest.mark.parametrize(("text", "scope"), [
+    ("我可以让别人替我取药吗？", set()),  # `别人` (others) only begins with a negator's character
+    ("无线网络怎么设置？", set()),  # `无线` (wireless) negates nothing
+    ("以后会不会涨价？", set()),  # `会不会`: a yes/no question
+    ("无线网络不能连接怎么办？", {"连接"}),  # a negated modal negates the verb after it
+])
+def test_what_a_chinese_negator_scopes_over(text: str, scope: set[str]) -> None:
+    places = placement.places(text, "zh")
+    assert places is not None
+    assert {s.split("+")[0] for s in places[0]} == scope
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    ("打完针不能洗澡吗？", "打完针别洗澡吗？", "zh"),  # the same verb negated two ways
+    ("年假没休完能顺延吗？", "没休完的年假能顺延吗？", "zh"),  # `没休|完` / `没|休完`: one scope
+    ("Has the castle never been sold or rented?", "Has the castle never been rented or sold?", "en"),
+    ("Why does the printer not start? How can I fix it?", "Why doesn't the printer start? How do I fix it?", "en"),
+])
+def test_one_negation_read_two_ways_is_kept(cached: str, query: str, lang: str) -> None:
+    assert not placement.moved(cached, query, lang)
+
+
+def test_a_negation_does_not_reach_into_a_clause_of_its_own() -> None:
+    assert placement.moved("My courier did not show up but the order was charged.",
+                           "My courier showed up but the order was not charged.", "en")
+
+
+def test_a_negated_modal_moved_to_the_other_verb() -> None:
+    """`不能退款` negates the refund, not `能`: moved to the exchange it is another question."""
+    assert placement.moved("不能退款但能换货吗？", "能退款但不能换货吗？", "zh")
