@@ -291,10 +291,13 @@ def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
             if word.startswith(negator) and (word == negator or not _flag.startswith(_ZH_NOT_NEGATED)):
                 rest = word[len(negator):]
                 j = i + 1
-                if not rest:  # the negator stands alone: it scopes over the next content word
-                    while j < n and (tagged[j][0] in ZH_STOP or tagged[j][1] == "x"):
+                if not rest:  # the negator stands alone: it scopes over the next content word of its clause
+                    while j < n and tagged[j][0] in ZH_STOP and tagged[j][0] not in _ZH_CLAUSE_ENDS:
                         j += 1
-                    rest, j = (tagged[j][0], j + 1) if j < n else ("", j)
+                    if j < n and (tagged[j][0] in _ZH_CLAUSE_ENDS or tagged[j][1] == "x"):
+                        j = i + 1  # `不在的时候`: `在`, not what follows the clause
+                    ended = j >= n or tagged[j][0] in _ZH_CLAUSE_ENDS or tagged[j][1] == "x"
+                    rest, j = ("", j) if ended else (tagged[j][0], j + 1)
                 if rest and i > 0 and tagged[i - 1][0].endswith(rest[0]):
                     break  # `会不会`, `能不能`: a yes/no question, not a negation
                 if rest in _ZH_MODALS and j < n and tagged[j][1].startswith("v"):
@@ -332,6 +335,8 @@ def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
 
 _ZH_FUNCTION_TAGS = ("d", "c", "p", "u", "y", "x", "e", "o")
 _ZH_NOT_NEGATED = ("r", "n", "t", "c", "f", "s", "m", "q")
+# where a clause ends (`我不在的时候邻居…`: the negation stays in its clause)
+_ZH_CLAUSE_ENDS = frozenset("的 时候 的时候 时 后 以后 之后 前 以前 之前 但 但是 而 就".split())  # noqa: SIM905
 # modal verbs a negator may stand before: what is negated is the verb after them
 _ZH_MODALS = frozenset("能 能够 会 可以 可 要 想 用 需要 必 必要 应该 该 敢 肯 愿意".split())  # noqa: SIM905
 
