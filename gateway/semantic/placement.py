@@ -64,7 +64,7 @@ def moved(cached: str, query: str, lang: str) -> bool:
 # (`but`, `但`: two statements joined, `the cleaner did not come but I was charged` either way round;
 # a negation moved across `but not` is `_negation_moved`'s)
 _EN_SYMMETRIC = frozenset("and or nor with between versus vs but yet".split())  # noqa: SIM905
-_ZH_SYMMETRIC = ("和", "与", "跟", "同", "及", "或", "还是", "、", "但", "可是", "而且", "并且")
+_ZH_SYMMETRIC = frozenset("和 与 跟 同 及 以及 或 或者 还是 、 但 但是 可是 而 而且 并且".split())  # noqa: SIM905
 
 
 def _stretches_exchanged(a: Sequence[Unit], b: Sequence[Unit], lang: str) -> bool:
@@ -107,14 +107,21 @@ def _exchange_counts(a: Sequence[Unit], b: Sequence[Unit], i: int, j: int, k: in
     if not ((whole(a, i, j) or whole(b, i + ly + lm, end)) and (whole(a, j, k) or whole(b, i + ly, i + ly + lm))
             and (whole(a, k, end) or whole(b, i, i + ly))):
         return False
-    return not _coordinates([u[0] for u in a[j:k]], lang)
+    return not (_coordinates(a[j:k], lang) or _coordinates(b[i + ly:i + ly + lm], lang))
 
 
-def _coordinates(middle: Sequence[str], lang: str) -> bool:
+def _coordinates(middle: Sequence[Unit], lang: str) -> bool:
+    """A coordinating word in the middle: English words; Chinese words as the segmenter cut them
+    (`和` coordinates, the `同` of `同意` does not)."""
     if lang == "en":
-        return any(u in _EN_SYMMETRIC for u in middle)
-    text = "".join(middle)
-    return any(c in text for c in _ZH_SYMMETRIC)
+        return any(u[0] in _EN_SYMMETRIC for u in middle)
+    words: list[str] = []
+    for ch, _content, starts in middle:
+        if starts or not words:
+            words.append(ch)
+        else:
+            words[-1] += ch
+    return any(w in _ZH_SYMMETRIC for w in words)
 
 
 def _negation_moved(a: Places, b: Places) -> bool:

@@ -43,6 +43,8 @@ def test_third_person_pronouns_are_left_out() -> None:
     ("学生可以替家长签到吗？", "家长可以替学生签到吗？", "zh"),
     # event order: the same two events, the other one first
     ("是先付款再发货吗？", "是先发货再付款吗？", "zh"),
+    # a coordinator's character inside another word (`同意`) coordinates nothing
+    ("卖家不同意退款的话买家能投诉吗？", "买家不同意退款的话卖家能投诉吗？", "zh"),
     ("Can I pay with points instead of cash?", "Can I pay with cash instead of points?", "en"),
     ("Is the tenant charged when the landlord cancels the viewing?",
      "Is the landlord charged when the tenant cancels the viewing?", "en"),
