@@ -14,6 +14,13 @@ reports a pair whose facts contradict each other:
   preposition; Chinese: word order from jieba's tagger, the noun before a verb as its doer, the noun
   right after it as what it acts on, `X被Y V` as Y doing V to X).
 
+A third, tagger-free reading covers what the tags miss (a Chinese noun the tagger gives no verb, an
+event order `先冷冻再发货` / `先发货再冷冻`, `cash instead of card` / `card instead of cash`): the same
+sequence of words with two stretches of it *exchanged* around a nonempty middle (`P X M Y S` /
+`P Y M X S`). A middle that coordinates (`和`, `还是`, `and`, `or`, `with`: `A和B有什么区别` /
+`B和A…`) makes the exchange symmetric, and an empty one is a clause moved (`If it rains, can we…` /
+`Can we… if it rains?`): neither is a contradiction.
+
 A contradiction is two words that trade places (w1 the doer of V and w2 of W on one side, the
 other way round on the other), or each side negating a word the other says without negating it.
 Both must be exact, so a misspelt or reworded verb (which renames a place for every word at once) is
@@ -33,8 +40,10 @@ from typing import Any
 from gateway.semantic import structure
 from gateway.semantic.lexicon import ZH_NEGATORS, ZH_STOP
 
-# (negation scopes, word → its places, every word said: lemmas in English, characters and words in Chinese)
-Places = tuple[frozenset[str], dict[str, frozenset[str]], frozenset[str]]
+# (negation scopes, word → its places, every word said: lemmas in English, characters and words in
+# Chinese, the question's sequence of units: (unit, a content unit?, starts a word?))
+Unit = tuple[str, bool, bool]
+Places = tuple[frozenset[str], dict[str, frozenset[str]], frozenset[str], tuple[Unit, ...]]
 
 _EN_PERSONS = {"i": "i", "me": "i", "myself": "i", "we": "we", "us": "we", "you": "you", "yourself": "you"}
 _ZH_PERSONS = {"我": "我", "我们": "我们", "你": "你", "您": "你", "你们": "你们"}
@@ -47,16 +56,83 @@ def moved(cached: str, query: str, lang: str) -> bool:
     a, b = places(cached, lang), places(query, lang)
     if a is None or b is None:
         return False
-    return _negation_moved(a, b) or _exchanged(a[1], b[1])
+    return (_negation_moved(a, b) or _exchanged(a[1], b[1]) or _doer_replaced(a[1], b[1])
+            or _stretches_exchanged(a[3], b[3], lang))
+
+
+# A middle with one of these between two exchanged stretches coordinates them: the order is free
+# (`but`, `但`: two statements joined, `the cleaner did not come but I was charged` either way round;
+# a negation moved across `but not` is `_negation_moved`'s)
+_EN_SYMMETRIC = frozenset("and or nor with between versus vs but yet".split())  # noqa: SIM905
+_ZH_SYMMETRIC = frozenset("和 与 跟 同 及 以及 或 或者 还是 、 但 但是 可是 而 而且 并且".split())  # noqa: SIM905
+
+
+def _stretches_exchanged(a: Sequence[Unit], b: Sequence[Unit], lang: str) -> bool:
+    """`P X M Y S` on one side, `P Y M X S` on the other, with X and Y different, each holding a
+    content unit, every stretch whole words on one side at least (a Chinese stretch cut inside a word on
+    both, `还|是`, is no stretch), and M nonempty and not coordinating (see the module docstring)."""
+    n = len(a)
+    if n != len(b) or n > 64:  # past that, the pair is left to the other checks (bounded time)
+        return False
+    ua, ub = [u[0] for u in a], [u[0] for u in b]
+    if ua == ub or sorted(ua) != sorted(ub):
+        return False
+    pre = next((i for i in range(n) if ua[i] != ub[i]), n)
+    suf = next((i for i in range(n) if ua[n - 1 - i] != ub[n - 1 - i]), n)
+    for i in range(pre + 1):  # X starts at i, inside or at the end of the common beginning
+        for end in range(max(i + 3, n - suf), n + 1):  # Y ends at `end`
+            # X: A's window begins with what B's ends with; Y: A's ends with what B's begins with
+            xs = [lx for lx in range(1, end - i - 1) if ua[i:i + lx] == ub[end - lx:end]]
+            ys = [ly for ly in range(1, end - i - 1) if ua[end - ly:end] == ub[i:i + ly]] if xs else []
+            for lx in xs:
+                for ly in ys:
+                    j, k = i + lx, end - ly
+                    if j < k and ua[i:j] != ua[k:end] and ua[j:k] == ub[i + ly:end - lx] \
+                            and _exchange_counts(a, b, i, j, k, end, lang):
+                        return True
+    return False
+
+
+def _exchange_counts(a: Sequence[Unit], b: Sequence[Unit], i: int, j: int, k: int, end: int, lang: str) -> bool:
+    """X = a[i:j], M = a[j:k], Y = a[k:end], exchanged in b, count: X and Y each hold a content unit,
+    each stretch is whole words on one side at least (one sentence's segmentation may err where the
+    other's does not), and M coordinates nothing."""
+    n, ly, lm = len(a), end - k, k - j
+
+    def whole(units: Sequence[Unit], start: int, stop: int) -> bool:
+        return units[start][2] and (stop == n or units[stop][2])
+
+    if not (any(u[1] for u in a[i:j]) and any(u[1] for u in a[k:end])):
+        return False
+    if not ((whole(a, i, j) or whole(b, i + ly + lm, end)) and (whole(a, j, k) or whole(b, i + ly, i + ly + lm))
+            and (whole(a, k, end) or whole(b, i, i + ly))):
+        return False
+    return not (_coordinates(a[j:k], lang) or _coordinates(b[i + ly:i + ly + lm], lang))
+
+
+def _coordinates(middle: Sequence[Unit], lang: str) -> bool:
+    """A coordinating word in the middle: English words; Chinese words as the segmenter cut them
+    (`和` coordinates, the `同` of `同意` does not)."""
+    if lang == "en":
+        return any(u[0] in _EN_SYMMETRIC for u in middle)
+    words: list[str] = []
+    for ch, _content, starts in middle:
+        if starts or not words:
+            words.append(ch)
+        else:
+            words[-1] += ch
+    return any(w in _ZH_SYMMETRIC for w in words)
 
 
 def _negation_moved(a: Places, b: Places) -> bool:
     """Each side negates a word the other says without negating it (`ironed but not washed` /
     `washed but not ironed`). A word found on one side only (a typo, a synonym) proves nothing."""
-    (neg_a, _, words_a), (neg_b, _, words_b) = a, b
+    (neg_a, _, words_a, _), (neg_b, _, words_b, _) = a, b
     if not neg_a or not neg_b or neg_a == neg_b:
         return False
-    only_a, only_b = neg_a - neg_b, neg_b - neg_a
+    # one segmentation's `没休|完` is another's `没|休完`: scopes one inside the other are one scope
+    only_a = {x for x in neg_a if not any(x in y or y in x for y in neg_b)}
+    only_b = {y for y in neg_b if not any(x in y or y in x for x in neg_a)}
     return (any(_said(x, words_b) for x in only_a) and any(_said(y, words_a) for y in only_b))
 
 
@@ -72,6 +148,25 @@ def _exchanged(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[st
     for w1, w2 in itertools.permutations(shared, 2):
         a1, a2, b1, b2 = args_a[w1], args_a[w2], args_b[w1], args_b[w2]
         if any(p not in a2 and p not in b1 for p in a1 & b2) and any(q not in a1 and q not in b2 for q in a2 & b1):
+            return True
+    return False
+
+
+# `what is X` / `how long is Y covered`: the subject of a copula is what is asked about, not a doer
+_COPULAS = frozenset({"be", "have", "do", "get", "是", "有"})
+
+
+def _doer_replaced(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[str]]) -> bool:
+    """The same action done by another party that both questions name (`can the driver leave my
+    laundry …` / `can I leave my laundry … for the driver`): w1 its subject on one side only, w2 on the
+    other side only, and each of them has a place on both sides (both are in both questions' parses).
+    Copulas and light verbs aside."""
+    verbs = {p for places in (*args_a.values(), *args_b.values()) for p in places
+             if p.startswith("subj:") and p[5:] not in _COPULAS}
+    for p in verbs:
+        was = {w for w, places in args_a.items() if p in places and w in args_b and p not in args_b[w]}
+        now = {w for w, places in args_b.items() if p in places and w in args_a and p not in args_a[w]}
+        if was and now and was != now:
             return True
     return False
 
@@ -93,7 +188,7 @@ def _en_places(doc: Any) -> Places:
     args: dict[str, set[str]] = defaultdict(set)
     for t in doc:
         if t.dep_ == "neg":
-            neg.add(t.head.lemma_.lower())
+            neg.update(_negated(t))
             continue
         word = _en_word(t)
         if word is None:
@@ -101,6 +196,8 @@ def _en_places(doc: Any) -> Places:
         head = t.head
         if t.dep_ == "nsubj":
             args[word].add(f"subj:{head.lemma_.lower()}")
+            for verb in _controlled(head):  # `do I have to pack …`: I pack
+                args[word].add(f"subj:{verb.lemma_.lower()}")
         elif t.dep_ in ("nsubjpass", "dobj"):
             args[word].add(f"obj:{head.lemma_.lower()}")
         elif t.dep_ == "pobj" and head.dep_ == "agent":  # `changed by my partner`: the doer
@@ -108,7 +205,55 @@ def _en_places(doc: Any) -> Places:
         elif t.dep_ == "pobj":
             args[word].add(f"{head.lemma_.lower()}:{head.head.lemma_.lower()}")
     said = frozenset(t.lemma_.lower() for t in doc) | frozenset(t.lower_ for t in doc)
-    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said
+    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said, _en_units(doc)
+
+
+_EN_FUNCTION_POS = frozenset({"DET", "ADP", "CCONJ", "SCONJ", "PART", "AUX", "PUNCT", "SPACE", "SYM"})
+
+
+def _en_units(doc: Any) -> tuple[Unit, ...]:
+    """The question's words in order, articles and punctuation left out: verbs by their lemma
+    (`provides` / `provide`), persons by their person (`me` / `I`), other words as written (a tagger
+    may lemmatize `cleaner` to `clean` in one sentence and not in the other)."""
+    out: list[Unit] = []
+    for t in doc:
+        if t.pos_ in ("PUNCT", "SPACE") or t.lower_ in ("a", "an", "the"):
+            continue
+        word = _EN_PERSONS.get(t.lower_) or (t.lemma_.lower() if t.pos_ in ("VERB", "AUX") else t.lower_)
+        content = t.pos_ not in _EN_FUNCTION_POS and (t.pos_ != "PRON" or t.lower_ in _EN_PERSONS)
+        out.append((word, content, True))
+    return tuple(out)
+
+
+def _negated(negator: Any) -> set[str]:
+    """What a negation attaches to, with the words coordinated with it that share its subject
+    (`never ruled or occupied` negates both). A noun head right after an auxiliary is the parser
+    hanging it on the subject (`doesn't Microsoft Word open`): the verb above it is meant (`but not
+    texts` negates the noun)."""
+    head = negator.head
+    after_aux = negator.i > 0 and negator.doc[negator.i - 1].pos_ == "AUX"
+    if after_aux and head.pos_ in ("NOUN", "PROPN") and head.head.pos_ in ("VERB", "AUX"):
+        head = head.head
+    out = {head.lemma_.lower()}
+    for c in head.children:
+        # a conjunct with a subject of its own is another clause (`did not show up but the booking
+        # was charged`), and `but` contrasts what it joins
+        if c.dep_ == "conj" and not any(k.dep_ in ("nsubj", "nsubjpass") for k in c.children) \
+                and not any(k.dep_ == "cc" and k.lower_ in ("but", "yet") for k in head.children):
+            out.add(c.lemma_.lower())
+    return out
+
+
+def _controlled(head: Any) -> list[Any]:
+    """The verbs whose subject is `head`'s (`have to pack`, `want to try`, `need to be able to
+    cancel`: open clausal complements, followed down)."""
+    out: list[Any] = []
+    todo = [c for c in head.children if c.dep_ == "xcomp"]
+    while todo:
+        verb = todo.pop()
+        out.append(verb)
+        todo.extend(c for c in verb.children if c.dep_ == "xcomp")
+    return out
 
 
 def _en_word(t: Any) -> str | None:
@@ -148,13 +293,22 @@ def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
 
     for i, (word, _flag) in enumerate(tagged):
         for negator in ZH_NEGATORS:
-            if word.startswith(negator):
+            # a word the tagger reads as a pronoun, a noun, a time or a conjunction only begins with a
+            # negator's character (`别人`, `无线`, `未来`, `否则`, `无论`): it negates nothing
+            if word.startswith(negator) and (word == negator or not _flag.startswith(_ZH_NOT_NEGATED)):
                 rest = word[len(negator):]
                 j = i + 1
-                if not rest:  # the negator stands alone: it scopes over the next content word
-                    while j < n and (tagged[j][0] in ZH_STOP or tagged[j][1] == "x"):
+                if not rest:  # the negator stands alone: it scopes over the next content word of its clause
+                    while j < n and tagged[j][0] in ZH_STOP and tagged[j][0] not in _ZH_CLAUSE_ENDS:
                         j += 1
-                    rest, j = (tagged[j][0], j + 1) if j < n else ("", j)
+                    if j < n and (tagged[j][0] in _ZH_CLAUSE_ENDS or tagged[j][1] == "x"):
+                        j = i + 1  # `不在的时候`: `在`, not what follows the clause
+                    ended = j >= n or tagged[j][0] in _ZH_CLAUSE_ENDS or tagged[j][1] == "x"
+                    rest, j = ("", j) if ended else (tagged[j][0], j + 1)
+                if rest and i > 0 and tagged[i - 1][0].endswith(rest[0]):
+                    break  # `会不会`, `能不能`: a yes/no question, not a negation
+                if rest in _ZH_MODALS and j < n and tagged[j][1].startswith("v"):
+                    rest, j = tagged[j][0], j + 1  # `不能连接` negates the connecting, as `别连接` does
                 if rest:
                     after = noun(j) if j < n else None
                     neg.add(rest + (f"+{after}" if after else ""))
@@ -178,7 +332,31 @@ def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
             args[w].add(f"subj:{verb_key(v)}")
         if i > 0 and tagged[i - 1][1].startswith("v"):
             args[w].add(f"obj:{verb_key(i - 1)}")
-    text = "".join(word for word, _ in tagged)
-    said = frozenset(word for word, _ in tagged) | frozenset(
-        text[i:j] for i in range(len(text)) for j in range(i + 1, min(len(text), i + 4) + 1))
-    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said
+    units = _zh_units(tagged)
+    said = frozenset(word for word, _ in tagged)
+    # what is said, also across a particle (`扣了钱` says `扣钱`)
+    for text in ("".join(word for word, _ in tagged), "".join(u[0] for u in units)):
+        said |= frozenset(text[i:j] for i in range(len(text)) for j in range(i + 1, min(len(text), i + 4) + 1))
+    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said, units
+
+
+_ZH_FUNCTION_TAGS = ("d", "c", "p", "u", "y", "x", "e", "o")
+_ZH_NOT_NEGATED = ("r", "n", "t", "c", "f", "s", "m", "q")
+# where a clause ends (`我不在的时候邻居…`: the negation stays in its clause)
+_ZH_CLAUSE_ENDS = frozenset("的 时候 的时候 时 后 以后 之后 前 以前 之前 但 但是 而 就".split())  # noqa: SIM905
+# modal verbs a negator may stand before: what is negated is the verb after them
+_ZH_MODALS = frozenset("能 能够 会 可以 可 要 想 用 需要 必 必要 应该 该 敢 肯 愿意".split())  # noqa: SIM905
+
+
+def _zh_units(tagged: Sequence[tuple[str, str]]) -> tuple[Unit, ...]:
+    """The question's characters in order, punctuation and the particles `了`, `吗`, `呢` left out (`的`
+    stays: `作业截止以后` / `截止以后的作业` is the same thing, not an exchange):
+    characters, not words, so the same stretch is the same whatever the segmenter made of it in
+    each sentence."""
+    out: list[Unit] = []
+    for word, flag in tagged:
+        if flag.startswith(("ul", "y", "x")) or not word.strip():
+            continue
+        content = not flag.startswith(_ZH_FUNCTION_TAGS) and word not in ZH_STOP
+        out.extend((ch, content, n == 0) for n, ch in enumerate(word))
+    return tuple(out)

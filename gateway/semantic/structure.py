@@ -19,6 +19,7 @@ installed, `frame` returns None and that language's reworded lane stays evidence
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -243,10 +244,37 @@ def zh_roles_moved(cached: str, query: str) -> bool:
     (`HR会主动联系我` / `我需要主动联系HR`), are read as parties that changed places."""
     from gateway.semantic.lexical import analyze
 
+    if _zh_clause_moved(cached, query):
+        return False
     a, b = analyze(cached), analyze(query)
     if _persons(a.tokens) != _persons(b.tokens):
         return _reordered(a, b)
     return _person_moved(a.tokens, b.tokens)
+
+
+_ZH_CLAUSE_END = ("的时候", "时候", "时", "以后", "之后", "后", "以前", "之前", "前")
+_ZH_CLAUSE_START = ("如果", "要是", "假如", "若", "万一", "只要")
+
+
+def _zh_clause_moved(cached: str, query: str) -> bool:
+    """One question is the other with a time or condition clause moved as a whole (`如果我不在家，室友能…` /
+    `室友能…，如果我不在家`, `订单发货后我会收到…` / `我会在订单发货后收到…`): every party keeps its place
+    inside its own clause. Read on the characters, punctuation, sentence-final particles and the
+    framing `在` left out."""
+    a, b = (re.sub(r"[\W吗呢吧啊在]", "", t) for t in (cached, query))
+    n = len(a)
+    if a == b or n != len(b) or n > 64 or sorted(a) != sorted(b):
+        return False
+    pre = next(i for i in range(n) if a[i] != b[i])
+    suf = next(i for i in range(n) if a[n - 1 - i] != b[n - 1 - i])
+    for i in range(pre + 1):
+        for end in range(max(i + 2, n - suf), n + 1):
+            for m in range(i + 1, end):  # a[i:m] and a[m:end] trade places in b
+                x, q = a[i:m], a[m:end]
+                if b[i:end] == q + x and any(c.startswith(_ZH_CLAUSE_START) or c.endswith(_ZH_CLAUSE_END)
+                                             for c in (x, q)):
+                    return True
+    return False
 
 
 def _person_moved(ta: Any, tb: Any) -> bool:

@@ -34,5 +34,97 @@ def test_word_order_alone_keeps_the_places(cached: str, query: str, lang: str) -
 
 def test_third_person_pronouns_are_left_out() -> None:
     """`it` may stand for either noun: its place is no evidence either way."""
-    _neg, args, _said = placement.places("Is the poster framed before it is shipped?", "en")  # type: ignore[misc]
+    _neg, args, _said, _units = placement.places("Is the poster framed before it is shipped?", "en")  # type: ignore[misc]
     assert "it" not in args and "poster" in args
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    # nouns the tagger gives no verb (`可以` read as a conjunction, `替` as a preposition)
+    ("学生可以替家长签到吗？", "家长可以替学生签到吗？", "zh"),
+    # event order: the same two events, the other one first
+    ("是先付款再发货吗？", "是先发货再付款吗？", "zh"),
+    # a coordinator's character inside another word (`同意`) coordinates nothing
+    ("卖家不同意退款的话买家能投诉吗？", "买家不同意退款的话卖家能投诉吗？", "zh"),
+    ("Can I pay with points instead of cash?", "Can I pay with cash instead of points?", "en"),
+    ("Is the tenant charged when the landlord cancels the viewing?",
+     "Is the landlord charged when the tenant cancels the viewing?", "en"),
+])
+def test_exchanged_stretches_are_another_question(cached: str, query: str, lang: str) -> None:
+    a, b = placement.places(cached, lang), placement.places(query, lang)
+    assert a is not None and b is not None
+    assert placement._stretches_exchanged(a[3], b[3], lang)
+    assert placement.moved(cached, query, lang)
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    ("定期和活期有什么区别？", "活期和定期有什么区别？", "zh"),  # coordinated: either order
+    ("是先付款再发货还是先发货再付款？", "是先发货再付款还是先付款再发货？", "zh"),  # both orders asked
+    ("快递员没来但订单显示已送达", "订单显示已送达但快递员没来", "zh"),  # two statements joined
+    ("订单发货以后还能取消吗？", "还能取消发货以后的订单吗？", "zh"),  # `的` makes it one thing
+    ("What is the difference between a loan and a lease?", "What is the difference between a lease and a loan?", "en"),
+    ("Does the buyer or the seller pay the fee?", "Does the seller or the buyer pay the fee?", "en"),
+    ("If the app crashes, is my progress saved?", "Is my progress saved if the app crashes?", "en"),
+    ("The parcel arrived late but the tracking said delivered.",
+     "The tracking said delivered but the parcel arrived late.", "en"),
+])
+def test_symmetric_or_moved_clauses_are_no_exchange(cached: str, query: str, lang: str) -> None:
+    assert not placement.moved(cached, query, lang)
+
+
+def test_a_negation_read_across_a_particle() -> None:
+    """`没扣钱` negates what `扣了钱` says: the negation moved from the order to the charge."""
+    assert placement.moved("为什么没预订的房间也扣了钱？", "为什么预订的房间没扣钱？", "zh")
+    assert not placement.moved("为什么没预订的房间也扣了钱？", "为什么没有预订的房间也扣了钱？", "zh")
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    # the subject of `have to` / `need to` does the verb it controls
+    ("Do you carry the boxes upstairs for me?", "Do I have to carry the boxes upstairs for you?"),
+    # the same action, done by the other party named in both
+    ("Can the courier leave my parcel at the gate if I'm out?",
+     "Can I leave my parcel at the gate for the courier if I'm out?"),
+])
+def test_the_doer_changed_is_another_question(cached: str, query: str) -> None:
+    assert placement.moved(cached, query, "en")
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Do I have to carry the boxes upstairs?", "Do I need to carry the boxes upstairs?"),
+    ("Can the courier leave my parcel at the gate?", "Can my parcel be left at the gate by the courier?"),
+    # a copula's subject is what is asked about, not a doer
+    ("What's the warranty on the X9 speaker?", "How long is the X9 speaker covered by the warranty?"),
+])
+def test_the_same_doer_in_other_words_is_kept(cached: str, query: str) -> None:
+    assert not placement.moved(cached, query, "en")
+
+
+@pytest.mark.parametrize(("text", "scope"), [
+    ("我可以让别人替我取药吗？", set()),  # `别人` (others) only begins with a negator's character
+    ("无线网络怎么设置？", set()),  # `无线` (wireless) negates nothing
+    ("以后会不会涨价？", set()),  # `会不会`: a yes/no question
+    ("无线网络不能连接怎么办？", {"连接"}),  # a negated modal negates the verb after it
+])
+def test_what_a_chinese_negator_scopes_over(text: str, scope: set[str]) -> None:
+    places = placement.places(text, "zh")
+    assert places is not None
+    assert {s.split("+")[0] for s in places[0]} == scope
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    ("打完针不能洗澡吗？", "打完针别洗澡吗？", "zh"),  # the same verb negated two ways
+    ("年假没休完能顺延吗？", "没休完的年假能顺延吗？", "zh"),  # `没休|完` / `没|休完`: one scope
+    ("Has the castle never been sold or rented?", "Has the castle never been rented or sold?", "en"),
+    ("Why does the printer not start? How can I fix it?", "Why doesn't the printer start? How do I fix it?", "en"),
+])
+def test_one_negation_read_two_ways_is_kept(cached: str, query: str, lang: str) -> None:
+    assert not placement.moved(cached, query, lang)
+
+
+def test_a_negation_does_not_reach_into_a_clause_of_its_own() -> None:
+    assert placement.moved("My courier did not show up but the order was charged.",
+                           "My courier showed up but the order was not charged.", "en")
+
+
+def test_a_negated_modal_moved_to_the_other_verb() -> None:
+    """`不能退款` negates the refund, not `能`: moved to the exchange it is another question."""
+    assert placement.moved("不能退款但能换货吗？", "能退款但不能换货吗？", "zh")

@@ -56,6 +56,15 @@ def test_a_chinese_person_on_the_other_side_of_the_shared_words_changed_roles() 
     assert not structure.zh_roles_moved("我怎么修改收货地址？", "我收货地址怎么修改？")  # nothing crossed the person
 
 
+def test_a_chinese_time_or_condition_clause_moved_whole_keeps_the_roles() -> None:
+    # the clause with the person moves as a whole: everyone keeps their place in their own clause
+    assert not structure.zh_roles_moved("如果我不在家，快递员能放门口吗？", "快递员能放门口吗，如果我不在家？")
+    assert not structure.zh_roles_moved("付款后我会收到发票吗？", "我会在付款后收到发票吗？")
+    assert decide("我不在的时候邻居能帮我签收吗？", "邻居在我不在的时候能帮我签收吗？", 0.97, 0.6).hit
+    # the persons themselves exchanged between the clauses: still moved
+    assert structure.zh_roles_moved("房东不在的时候我能进门吗？", "我不在的时候房东能进门吗？")
+
+
 def test_chinese_operations_and_objects_need_more_than_one_shared_character() -> None:
     # `续签` (renew) and `签合同` (sign) share `签`; `证件` alone is the same topic, not the same question
     assert structure.agree("请问签合同的时候需要带什么证件？", "续签需要带哪些证件？", "zh") is False
