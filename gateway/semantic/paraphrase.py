@@ -51,6 +51,10 @@ def _load_model() -> tuple[Any, Any] | None:
                     opts = ort.SessionOptions()
                     opts.intra_op_num_threads = 1  # the request path must not fight the event loop for cores
                     opts.inter_op_num_threads = 1
+                    # no memory arena: the arena keeps the largest activations any batch needed (32 eval
+                    # questions a batch: +107 MiB after 32 batches, kept for good); without it they are
+                    # freed after each run, for the same vectors and ~0-8 % more CPU a batch (measured)
+                    opts.enable_cpu_mem_arena = False
                     # the word-embedding table stays int8 (11 MB, not the 45 MB float32 copy that constant
                     # folding makes): the same products, computed on the rows a batch uses
                     model = gather_before_dequantise(path.read_bytes(), "inner.embeddings.word_embeddings.weight")

@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from gateway.semantic.lean_import import spacy_without_cli, without
+from gateway.semantic.lean_tables import jieba_posseg
 from gateway.semantic.lexicon import ZH_STOP
 
 log = logging.getLogger("gateway.semantic")
@@ -120,12 +121,9 @@ def parsed(text: str) -> Any:
 def zh_tagged(text: str) -> tuple[tuple[str, str], ...] | None:
     """jieba's words and part-of-speech tags for `text` (tagged once for every reader), or None
     without jieba."""
-    try:
-        import jieba
-        import jieba.posseg as pseg
-    except ImportError:
+    pseg = jieba_posseg()  # its tables in compact form (gateway.semantic.lean_tables)
+    if pseg is None:
         return None
-    jieba.setLogLevel(logging.WARNING)
     return tuple((w.word, w.flag) for w in pseg.cut(text))
 
 

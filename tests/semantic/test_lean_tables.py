@@ -77,3 +77,51 @@ def test_wordnet_senses_keep_every_lemmas_synsets() -> None:
     assert sorted(map(sorted, by_code.values())) == sorted(map(sorted, by_name.values()))
     assert senses.get("no such lemma") == frozenset()
     assert synonyms("movie", "film") and not synonyms("movie", "password")
+
+
+_JIEBA_TAGS = """
+import json, sys
+import jieba, jieba.posseg as pseg
+jieba.setLogLevel(30)
+texts = json.load(sys.stdin)
+print(json.dumps([[[w.word, w.flag] for w in pseg.cut(t)] for t in texts], ensure_ascii=False))
+"""
+
+
+def _eval_questions() -> list[str]:
+    folder = os.path.join(os.path.dirname(__file__), "..", "data", "eval")
+    texts: set[str] = set()
+    for dirpath, _, names in os.walk(folder):
+        for name in names:
+            if name.endswith(".jsonl"):
+                with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                    for line in f:
+                        pair = json.loads(line)
+                        texts.update((pair["cached"], pair["query"]))
+    return sorted(texts)
+
+
+def test_jieba_tags_match_jiebas_own_load_on_every_eval_question() -> None:
+    """The compact word → tag table tags every question of the eval sets (English ones too: jieba
+    meets mixed text) exactly as jieba loaded the ordinary way, in a process of its own."""
+    pytest.importorskip("jieba")
+    texts = _eval_questions()
+    assert len(texts) > 5000
+    done = subprocess.run([sys.executable, "-c", _JIEBA_TAGS], input=json.dumps(texts), capture_output=True,
+                          text=True, timeout=300, check=True)
+    want = json.loads(done.stdout)
+    pseg = lean_tables.jieba_posseg()
+    got = [[[w.word, w.flag] for w in pseg.cut(t)] for t in texts]
+    assert [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w] == []
+    assert len(pseg.dt.word_tag_tab) > 300_000 and pseg.dt.word_tag_tab["密码"] == "n"
+
+
+def test_jieba_tag_table_shares_the_dictionarys_words() -> None:
+    pytest.importorskip("jieba")
+    pseg = lean_tables.jieba_posseg()
+    assert pseg is lean_tables.jieba_posseg()  # loaded once
+    freq = pseg.dt.tokenizer.FREQ
+    same = {w: w for w in freq}
+    shared = sum(1 for w in pseg.dt.word_tag_tab if same.get(w) is w)
+    assert shared == len(pseg.dt.word_tag_tab)
+    assert len({id(t) for t in pseg.dt.word_tag_tab.values()}) < 100  # one object per tag

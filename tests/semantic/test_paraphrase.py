@@ -48,3 +48,20 @@ def test_without_the_model_english_waits_for_evidence(monkeypatch: pytest.Monkey
         assert not paraphrase.confident("How do I log in?", "How can I sign in?", "en", 0.9, 0.5, 0.5)
     finally:
         paraphrase.vector.cache_clear()
+
+
+def test_batches_free_their_activations() -> None:
+    """The session runs without onnxruntime's memory arena (which would keep the largest batch's
+    activations for good), and a batch gives each question the vector it gets alone."""
+    import numpy as np
+
+    model = paraphrase._load_model()
+    if model is None:
+        pytest.skip("MiniLM not installed")
+    assert model[0].get_session_options().enable_cpu_mem_arena is False
+    texts = ["How do I reset my password?", "What is the refund policy for annual plans in the EU?" * 3]
+    together = paraphrase.encode(texts)
+    assert together is not None
+    for i, text in enumerate(texts):
+        alone = paraphrase.encode([text])
+        assert alone is not None and np.allclose(alone[0], together[i], atol=1e-5)
