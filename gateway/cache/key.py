@@ -32,6 +32,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import orjson
+
 from gateway.context import RequestContext
 from gateway.keys import canonical, canonical_bytes, identity_material
 
@@ -49,8 +51,43 @@ def key_material(ctx: RequestContext, user_scope: bool) -> dict[str, Any]:
 
 
 def cache_key(ctx: RequestContext, user_scope: bool) -> str:
-    """Hex SHA-256 of the canonical key material."""
+    """Hex SHA-256 of the canonical key material.
+
+    A body whose exact bytes came before with the same identity gets its key from `_fast`: the body is
+    the parse of those bytes (never changed after), so the key is the same, and the walk over the body
+    and the sorted dump are skipped. The identity is part of the memo's key (tenants never share one)."""
+    raw = ctx.raw_body
+    if not raw or len(raw) > FAST_KEY_MAX_BODY:
+        return _digest(ctx, user_scope)
+    memo = (raw, orjson.dumps(identity_material(ctx, user_scope)))
+    digest = _fast.get(memo)
+    if digest is None:
+        digest = _digest(ctx, user_scope)
+        _remember(memo, digest)
+    return digest
+
+
+def _digest(ctx: RequestContext, user_scope: bool) -> str:
     return hashlib.sha256(canonical_bytes(key_material(ctx, user_scope))).hexdigest()
+
+
+# Bodies seen recently: bounded by count and bytes (caller input never grows it past that); oldest out first.
+FAST_KEYS = 4096
+FAST_KEY_BYTES = 8 * 1024 * 1024
+FAST_KEY_MAX_BODY = 256 * 1024
+_fast: dict[tuple[bytes, bytes], str] = {}
+_fast_bytes = 0
+
+
+def _remember(memo: tuple[bytes, bytes], digest: str) -> None:
+    global _fast_bytes
+    size = len(memo[0]) + len(memo[1])
+    while _fast and (len(_fast) >= FAST_KEYS or _fast_bytes + size > FAST_KEY_BYTES):
+        oldest = next(iter(_fast))
+        del _fast[oldest]
+        _fast_bytes -= len(oldest[0]) + len(oldest[1])
+    _fast[memo] = digest
+    _fast_bytes += size
 
 
 def entry_key(tenant: str, digest: str) -> str:
