@@ -37,8 +37,8 @@ import orjson
 from gateway.context import RequestContext
 from gateway.keys import canonical, canonical_bytes, identity_material
 
-__all__ = ["KEY_VERSION", "cache_key", "canonical", "canonical_bytes", "entry_key", "key_material", "lock_key",
-           "tenant_prefix"]
+__all__ = ["KEY_VERSION", "cache_key", "canonical", "canonical_bytes", "entry_key", "keep_fast_key", "key_material",
+           "lock_key", "tenant_prefix"]
 
 KEY_VERSION = 1  # bump when the canonical form changes: old entries then simply miss
 
@@ -55,16 +55,25 @@ def cache_key(ctx: RequestContext, user_scope: bool) -> str:
 
     A body whose exact bytes came before with the same identity gets its key from `_fast`: the body is
     the parse of those bytes (never changed after), so the key is the same, and the walk over the body
-    and the sorted dump are skipped. The identity is part of the memo's key (tenants never share one)."""
+    and the sorted dump are skipped. The identity is part of the memo's key (tenants never share one).
+    Only bodies that found an entry are kept (`keep_fast_key`): a stream of misses never fills it."""
+    memo = _memo_key(ctx, user_scope)
+    digest = _fast.get(memo) if memo is not None else None
+    return digest if digest is not None else _digest(ctx, user_scope)
+
+
+def keep_fast_key(ctx: RequestContext, user_scope: bool, digest: str) -> None:
+    """`digest` found an entry: the next request with these exact bytes gets it from the memo."""
+    memo = _memo_key(ctx, user_scope)
+    if memo is not None and memo not in _fast:
+        _remember(memo, digest)
+
+
+def _memo_key(ctx: RequestContext, user_scope: bool) -> tuple[bytes, bytes] | None:
     raw = ctx.raw_body
     if not raw or len(raw) > FAST_KEY_MAX_BODY:
-        return _digest(ctx, user_scope)
-    memo = (raw, orjson.dumps(identity_material(ctx, user_scope)))
-    digest = _fast.get(memo)
-    if digest is None:
-        digest = _digest(ctx, user_scope)
-        _remember(memo, digest)
-    return digest
+        return None
+    return raw, orjson.dumps(identity_material(ctx, user_scope))
 
 
 def _digest(ctx: RequestContext, user_scope: bool) -> str:

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from gateway.cache import key as keys
-from gateway.cache.key import cache_key
+from gateway.cache.key import cache_key, keep_fast_key
 
 from ._helpers import make_ctx
 from .test_key import BASES, CASES, CHANGES
@@ -19,6 +19,7 @@ def _both(protocol: str, body: dict[str, Any], user_scope: bool = False, **kw: A
     ctx = make_ctx(body, protocol=protocol, **kw)
     ctx.raw_body = orjson.dumps(body)
     first = cache_key(ctx, user_scope=user_scope)
+    keep_fast_key(ctx, user_scope, first)  # as the stage does when the key found an entry
     again = make_ctx(body, protocol=protocol, **kw)
     again.raw_body = ctx.raw_body
     return slow, first, cache_key(again, user_scope=user_scope)
@@ -58,3 +59,14 @@ def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     before = dict(keys._fast)
     _both("openai_chat", big)
     assert keys._fast == before  # too large to keep
+
+
+def test_only_a_key_that_found_an_entry_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keys, "_fast", {})
+    body = {**BASES["openai_chat"], "temperature": 0.25}
+    ctx = make_ctx(body)
+    ctx.raw_body = orjson.dumps(body)
+    digest = cache_key(ctx, user_scope=False)
+    assert not keys._fast  # a miss leaves nothing behind
+    keep_fast_key(ctx, False, digest)
+    assert list(keys._fast.values()) == [digest]
