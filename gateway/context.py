@@ -30,6 +30,7 @@ class RequestContext:
     headers: dict[str, str]  # lower-cased request headers
     query: dict[str, str]
     body: dict[str, Any]
+    raw_body: bytes = field(default=b"", repr=False)  # `body` as it came (the exact cache's fast key)
     path_model: str | None = None
     path_stream: bool = False
     endpoint: str = ""  # e.g. "chat", "responses", "messages", "generate", "converse"

@@ -25,6 +25,7 @@ import orjson
 from starlette.responses import Response, StreamingResponse
 
 from gateway.answer import Answer, AnswerBuilder, Event
+from gateway.cache.rendered import RenderedAnswers
 from gateway.cache.stale import stale_headers
 from gateway.context import RequestContext
 from gateway.errors import GatewayError
@@ -59,6 +60,9 @@ class Owner(Protocol):
 REPLAY_CHUNK_CHARS = 48  # a replayed stream arrives in word-sized pieces, like a live one
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _ANSWERED_BY = {"response-hit": "response-cache", "semantic-hit": "semantic-cache"}
+# Response-cache hits only: one entry's answer is then shared by its hits (gateway/cache/entry.py) and
+# their bodies differ in transport fields at most (the rest is in the key). Semantic hits differ in body.
+_RENDERED = RenderedAnswers()
 
 
 def gateway_headers(ctx: RequestContext) -> dict[str, str]:
@@ -116,7 +120,10 @@ def respond_hit(ctx: RequestContext, hit: Hit, owner: Owner) -> Response:
         if ctx.stream:
             return _stream(ctx, _replay(ctx, hit.answer, owner))
         ctx.ttft_s = ctx.elapsed()
-        body = orjson.dumps(ctx.adapter.render_answer(hit.answer, ctx.body, ctx.request_id))
+        if hit.status == "response-hit":
+            body = _RENDERED.render(ctx.adapter, hit.answer, ctx.body, ctx.request_id)
+        else:
+            body = orjson.dumps(ctx.adapter.render_answer(hit.answer, ctx.body, ctx.request_id))
         _finish(ctx, owner)
         return json_response(ctx, 200, body)
     if hit.events is None:

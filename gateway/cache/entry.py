@@ -29,6 +29,14 @@ _LEVEL = 3  # the frame costs microseconds; text compresses 2-4x
 _compressor = zstandard.ZstdCompressor(level=_LEVEL)
 _decompressor = zstandard.ZstdDecompressor()
 _MAX_DECOMPRESSED = 64 * 1024 * 1024
+# Entries read recently, by their exact bytes: a hit on a popular entry skips the JSON parse and the
+# Answer construction. Same bytes, same tenant, key and answer, so the checks below still run on
+# what the memo holds. Bounded by count and by bytes (never grows with traffic); oldest out first.
+MEMO_ENTRIES = 1024
+MEMO_BYTES = 16 * 1024 * 1024
+_Decoded = tuple[Answer, str, str, float | None, float | None]  # answer, tenant, key digest, stored at, ttl
+_memo: dict[bytes, _Decoded] = {}
+_memo_bytes = 0
 
 
 class BadEntry(ValueError):
@@ -66,14 +74,41 @@ def decode(blob: bytes, tenant: str, digest: str) -> Answer:
 
 
 def decode_entry(blob: bytes, tenant: str, digest: str) -> tuple[Answer, float, float | None]:
-    """The answer, when it was stored (unix time) and how long it is fresh (None: as long as it is kept)."""
-    doc = decode_doc(blob)
-    if doc.get("t") != tenant or doc.get("k") != digest:
+    """The answer, when it was stored (unix time) and how long it is fresh (None: as long as it is kept).
+    The answer may be shared with other reads of the same bytes: callers never change it."""
+    known = _memo.get(blob)
+    if known is not None:
+        answer, owner, key, at, ttl = known
+    else:
+        answer, owner, key, at, ttl = known = _decode(blob)
+        _remember(blob, known)
+    if owner != tenant or key != digest:
         raise BadEntry("entry belongs to another key")
+    # An entry without a stored time counts as just stored (as it always has).
+    return answer, time.time() if at is None else at, ttl
+
+
+def _remember(blob: bytes, value: _Decoded) -> None:
+    global _memo_bytes
+    if len(blob) > MEMO_BYTES // 16:
+        return  # a huge entry would push out many small ones
+    while _memo and (len(_memo) >= MEMO_ENTRIES or _memo_bytes + len(blob) > MEMO_BYTES):
+        oldest = next(iter(_memo))
+        del _memo[oldest]
+        _memo_bytes -= len(oldest)
+    _memo[blob] = value
+    _memo_bytes += len(blob)
+
+
+def _decode(blob: bytes) -> _Decoded:
+    doc = decode_doc(blob)
+    owner, key = doc.get("t"), doc.get("k")
+    if not isinstance(owner, str) or not isinstance(key, str):
+        raise BadEntry("entry without its tenant and key")
     try:
         answer = Answer.from_dict(doc["a"])
     except (KeyError, TypeError) as exc:
         raise BadEntry(f"malformed answer: {exc}") from exc
     at, ttl = doc.get("at"), doc.get("ttl")
-    return (answer, float(at) if isinstance(at, int | float) else time.time(),
+    return (answer, owner, key, float(at) if isinstance(at, int | float) else None,
             float(ttl) if isinstance(ttl, int | float) else None)

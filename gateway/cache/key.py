@@ -32,11 +32,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import orjson
+
 from gateway.context import RequestContext
 from gateway.keys import canonical, canonical_bytes, identity_material
 
-__all__ = ["KEY_VERSION", "cache_key", "canonical", "canonical_bytes", "entry_key", "key_material", "lock_key",
-           "tenant_prefix"]
+__all__ = ["KEY_VERSION", "cache_key", "canonical", "canonical_bytes", "entry_key", "keep_fast_key", "key_material",
+           "lock_key", "tenant_prefix"]
 
 KEY_VERSION = 1  # bump when the canonical form changes: old entries then simply miss
 
@@ -49,8 +51,52 @@ def key_material(ctx: RequestContext, user_scope: bool) -> dict[str, Any]:
 
 
 def cache_key(ctx: RequestContext, user_scope: bool) -> str:
-    """Hex SHA-256 of the canonical key material."""
+    """Hex SHA-256 of the canonical key material.
+
+    A body whose exact bytes came before with the same identity gets its key from `_fast`: the body is
+    the parse of those bytes (never changed after), so the key is the same, and the walk over the body
+    and the sorted dump are skipped. The identity is part of the memo's key (tenants never share one).
+    Only bodies that found an entry are kept (`keep_fast_key`): a stream of misses never fills it."""
+    memo = _memo_key(ctx, user_scope)
+    digest = _fast.get(memo) if memo is not None else None
+    return digest if digest is not None else _digest(ctx, user_scope)
+
+
+def keep_fast_key(ctx: RequestContext, user_scope: bool, digest: str) -> None:
+    """`digest` found an entry: the next request with these exact bytes gets it from the memo."""
+    memo = _memo_key(ctx, user_scope)
+    if memo is not None and memo not in _fast:
+        _remember(memo, digest)
+
+
+def _memo_key(ctx: RequestContext, user_scope: bool) -> tuple[bytes, bytes] | None:
+    raw = ctx.raw_body
+    if not raw or len(raw) > FAST_KEY_MAX_BODY:
+        return None
+    return raw, orjson.dumps(identity_material(ctx, user_scope))
+
+
+def _digest(ctx: RequestContext, user_scope: bool) -> str:
     return hashlib.sha256(canonical_bytes(key_material(ctx, user_scope))).hexdigest()
+
+
+# Bodies seen recently: bounded by count and bytes (caller input never grows it past that); oldest out first.
+FAST_KEYS = 4096
+FAST_KEY_BYTES = 8 * 1024 * 1024
+FAST_KEY_MAX_BODY = 256 * 1024
+_fast: dict[tuple[bytes, bytes], str] = {}
+_fast_bytes = 0
+
+
+def _remember(memo: tuple[bytes, bytes], digest: str) -> None:
+    global _fast_bytes
+    size = len(memo[0]) + len(memo[1])
+    while _fast and (len(_fast) >= FAST_KEYS or _fast_bytes + size > FAST_KEY_BYTES):
+        oldest = next(iter(_fast))
+        del _fast[oldest]
+        _fast_bytes -= len(oldest[0]) + len(oldest[1])
+    _fast[memo] = digest
+    _fast_bytes += size
 
 
 def entry_key(tenant: str, digest: str) -> str:

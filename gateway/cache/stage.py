@@ -25,7 +25,7 @@ from typing import Any
 from gateway.answer import Answer, Event, Finish, Start
 from gateway.cache import entry as entries
 from gateway.cache.directives import AgeLimits, age_limits
-from gateway.cache.key import cache_key, entry_key, lock_key
+from gateway.cache.key import cache_key, entry_key, keep_fast_key, lock_key
 from gateway.cache.purge import purge
 from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
 from gateway.cache.stale import Stale, serve_stale
@@ -114,6 +114,7 @@ class ResponseCacheStage(Stage):
         answer = await self._read(state, blob, ctx.tenant)
         if answer is not None:
             state.may_store = False
+            keep_fast_key(ctx, policy.scope == "user", digest)
             return _hit(ctx, "response-hit", answer)
         return await self._coalesce(ctx, state)
 

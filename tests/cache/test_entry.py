@@ -66,3 +66,26 @@ def test_entry_holds_the_answer_only() -> None:
     doc = entry.decode_doc(entry.encode(_answer(), "acme", "ab" * 32))
     assert set(doc) == {"t", "k", "at", "a"}
     assert set(doc["a"]) == {"text", "model", "finish_reason", "tool_calls", "provider", "usage_raw", "extra"}
+
+
+def test_a_repeated_read_is_remembered_and_still_checked() -> None:
+    blob = entry.encode(_answer(), "acme", "ef" * 32, ttl=30.0)
+    first, at, ttl = entry.decode_entry(blob, "acme", "ef" * 32)
+    again, at2, ttl2 = entry.decode_entry(bytes(blob), "acme", "ef" * 32)
+    assert again is first and (at2, ttl2) == (at, ttl) == (at, 30.0)
+    # The memo answers only for the tenant and key stored in the entry.
+    with pytest.raises(entry.BadEntry):
+        entry.decode_entry(blob, "globex", "ef" * 32)
+    with pytest.raises(entry.BadEntry):
+        entry.decode_entry(blob, "acme", "00" * 32)
+
+
+def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(entry, "_memo", {})
+    monkeypatch.setattr(entry, "_memo_bytes", 0)
+    monkeypatch.setattr(entry, "MEMO_ENTRIES", 4)
+    for i in range(20):
+        blob = entry.encode(Answer(text=f"answer {i}", model="m"), "acme", "ab" * 32)
+        assert entry.decode(blob, "acme", "ab" * 32).text == f"answer {i}"
+    assert len(entry._memo) == 4
+    assert entry._memo_bytes == sum(len(b) for b in entry._memo)
