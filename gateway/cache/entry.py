@@ -33,7 +33,8 @@ _MAX_DECOMPRESSED = 64 * 1024 * 1024
 # Answer construction. Same bytes, same tenant, key and answer, so the checks below still run on
 # what the memo holds. Bounded by count and by bytes (never grows with traffic); oldest out first.
 MEMO_ENTRIES = 1024
-MEMO_BYTES = 16 * 1024 * 1024
+# stored bytes: decoded objects weigh a few times that, and a replica's RSS budget is ~150 MiB
+MEMO_BYTES = 4 * 1024 * 1024
 _Decoded = tuple[Answer, str, str, float | None, float | None]  # answer, tenant, key digest, stored at, ttl
 _memo: dict[bytes, _Decoded] = {}
 _memo_bytes = 0

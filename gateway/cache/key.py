@@ -82,7 +82,7 @@ def _digest(ctx: RequestContext, user_scope: bool) -> str:
 
 # Bodies seen recently: bounded by count and bytes (caller input never grows it past that); oldest out first.
 FAST_KEYS = 4096
-FAST_KEY_BYTES = 8 * 1024 * 1024
+FAST_KEY_BYTES = 4 * 1024 * 1024
 FAST_KEY_MAX_BODY = 256 * 1024
 _fast: dict[tuple[bytes, bytes], str] = {}
 _fast_bytes = 0

@@ -30,7 +30,7 @@ from gateway.answer import Answer
 from gateway.protocols.base import ProtocolAdapter
 
 MAX_TEMPLATES = 1024
-MAX_BYTES = 16 * 1024 * 1024
+MAX_BYTES = 4 * 1024 * 1024  # the hot answers fit; more would eat the replica's memory budget
 MAX_SIGHTINGS = 4096
 _SAFE_ID = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
