@@ -77,8 +77,24 @@ def checkpoints(n: int) -> list[int]:
     return out
 
 
+_MASKED_MAX = 8192  # masked hashes remembered (~100 bytes each): the turns and parts of recent requests
+_masked: dict[tuple[VolatileDetector, bytes], int] = {}
+
+
 def masked_crc(piece: bytes, detector: VolatileDetector) -> int:
-    return xxhash.xxh3_64_intdigest(mask(piece.decode("utf-8", "ignore"), detector).encode("utf-8", "surrogatepass"))
+    """The piece's hash with its volatile values masked. Remembered by the piece's own 128-bit hash:
+    the detector's regexes cost ~0.1 ms even on a sentence, and a conversation sends the same turns
+    and instructions again with every request (and one request masks its first turn twice: when it
+    is compared, and when it is kept for the next request). Only hashes are kept, never text."""
+    key = (detector, xxhash.xxh3_128_digest(piece))
+    found = _masked.get(key)
+    if found is None:
+        masked = mask(piece.decode("utf-8", "ignore"), detector)
+        found = xxhash.xxh3_64_intdigest(masked.encode("utf-8", "surrogatepass"))
+        if len(_masked) >= _MASKED_MAX:  # FIFO: a conversation's pieces come straight back
+            del _masked[next(iter(_masked))]
+        _masked[key] = found
+    return found
 
 
 @dataclass(slots=True)

@@ -36,7 +36,7 @@ from redis.exceptions import MaxConnectionsError, RedisError, ResponseError
 
 from gateway.stores.base import KVStore, StoreBusy, StoreCommandError, StoreUnavailable
 from gateway.stores.looplag import LoopLag
-from gateway.stores.redis_args import DELETE_IF_EQUALS, connection_options, glob_escape, ms, set_args
+from gateway.stores.redis_args import DELETE_IF_EQUALS, connection_options, glob_escape, hincr_commands, ms, set_args
 from gateway.stores.resp import PipelinedRedis
 
 __all__ = ["RedisStore", "connection_options", "glob_escape"]
@@ -162,6 +162,19 @@ class RedisStore(KVStore):
             if isinstance(reply, ResponseError):
                 raise reply
         return replies
+
+    async def _transaction(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """`commands` (on one key) in one MULTI/EXEC on the pipelined connection: one call's commands
+        leave together, so nothing of another caller falls between MULTI and EXEC. EXEC's replies,
+        the first error among them raised (as redis-py's transaction pipeline does)."""
+        replies = await self._send(("MULTI",), *commands, ("EXEC",))
+        results = replies[-1]
+        if results is None:
+            raise ResponseError("the transaction was aborted")
+        for reply in results:
+            if isinstance(reply, Exception):
+                raise ResponseError(str(reply))
+        return list(results)
 
     async def _one(self, *command: Any) -> Any:
         if self._lean is not None:
@@ -302,6 +315,10 @@ class RedisStore(KVStore):
     async def hincr(self, key: str, increments: Mapping[str, float], ttl: float | None = None) -> None:
         if not increments and ttl is None:
             return
+        if self._lean is not None:
+            commands = hincr_commands(key, increments, ttl)
+            await self._call(lambda: self._transaction(commands), len(increments))
+            return
 
         async def run() -> list[Any]:
             pipe = self._r.pipeline(transaction=self.atomic)
@@ -318,8 +335,13 @@ class RedisStore(KVStore):
         await self._call(run, len(increments))
 
     async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None:
-        if mapping:
-            await self._call(lambda: self._r.hset(key, mapping=dict(mapping)), len(mapping))
+        if not mapping:
+            return
+        if self._lean is not None:
+            flat = [x for k, v in mapping.items() for x in (k, repr(v) if isinstance(v, float) else v)]
+            await self._call(lambda: self._one("HSET", key, *flat), len(mapping))
+            return
+        await self._call(lambda: self._r.hset(key, mapping=dict(mapping)), len(mapping))
 
     async def hgetall(self, key: str) -> dict[str, str]:
         raw = await self._call(lambda: self._r.hgetall(key), read=True)
@@ -329,6 +351,8 @@ class RedisStore(KVStore):
     async def sadd(self, key: str, *members: str) -> int:
         if not members:
             return 0
+        if self._lean is not None:
+            return int(await self._call(lambda: self._one("SADD", key, *members)))
         return int(await self._call(lambda: self._r.sadd(key, *members)))
 
     async def srem(self, key: str, *members: str) -> int:
@@ -343,6 +367,10 @@ class RedisStore(KVStore):
     # ---- logs ---------------------------------------------------------------------------------
     async def log_append(self, key: str, records: list[bytes], maxlen: int) -> None:
         if not records:
+            return
+        if self._lean is not None:
+            await self._call(lambda: self._transaction([("LPUSH", key, *records), ("LTRIM", key, 0, maxlen - 1)]),
+                             len(records))
             return
 
         async def run() -> list[Any]:

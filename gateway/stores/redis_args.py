@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from redis.asyncio.retry import Retry
@@ -56,3 +57,14 @@ def set_args(key: str, value: bytes, ttl: float | None, nx: bool) -> list[Any]:
     if nx:
         args.append("NX")
     return args
+
+
+def hincr_commands(key: str, increments: Mapping[str, float], ttl: float | None) -> list[tuple[Any, ...]]:
+    """HINCRBY for integers (counters stay exact), HINCRBYFLOAT for floats (written as redis-py
+    writes them, `repr`), then PEXPIRE when `ttl` is given."""
+    commands: list[tuple[Any, ...]] = [
+        ("HINCRBY", key, f, a) if isinstance(a, int) and not isinstance(a, bool)
+        else ("HINCRBYFLOAT", key, f, repr(float(a))) for f, a in increments.items()]
+    if ttl is not None:
+        commands.append(("PEXPIRE", key, ms(ttl)))
+    return commands

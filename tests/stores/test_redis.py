@@ -176,3 +176,35 @@ async def test_stale_pooled_connections_after_a_restart_do_not_fail_calls(own_re
             assert await store.get(f"k{i}") is None  # reconnects instead of failing
     finally:
         await store.close()
+
+
+async def test_usage_writes_are_transactions_on_the_pipelined_connection(own_redis) -> None:  # type: ignore[no-untyped-def]
+    """Hash increments and log appends go over the pipelined connection as MULTI … EXEC, several
+    callers' transactions in one write, none interleaved; a command Redis refuses inside one fails it."""
+    store = RedisStore(own_redis.url, timeout=0.5)
+    try:
+        await store.set("plain", b"v")
+        conn = store._lean._conn  # type: ignore[union-attr]
+        assert conn is not None and conn.transport is not None
+        writes: list[bytes] = []
+        write = conn.transport.write
+
+        def recording(data: bytes) -> None:
+            writes.append(data)
+            write(data)
+
+        conn.transport.write = recording  # type: ignore[method-assign]
+        await asyncio.gather(store.hincr("h1", {"n": 2, "cost": 0.1}, ttl=60), store.hincr("h2", {"n": 1}),
+                             store.log_append("log", [b"r1", b"r2", b"r3"], maxlen=2))
+        assert len(writes) == 1 and writes[0].count(b"MULTI") == 3 and writes[0].count(b"EXEC") == 3
+        await store.hincr("h1", {"n": 3, "cost": 0.2})
+        assert await store.hgetall("h1") == {"n": "5", "cost": "0.3"}
+        assert 0 < (await store.ttl("h1") or 0) <= 60 and await store.ttl("h2") is None
+        assert await store.log_read("log", 10) == [b"r3", b"r2"]
+        with pytest.raises(StoreCommandError):
+            await store.hincr("plain", {"n": 1})  # a string key: WRONGTYPE inside the EXEC
+        with pytest.raises(StoreCommandError):
+            await store.log_append("h2", [b"r"], maxlen=5)
+        assert await store.get("plain") == b"v" and await store.hgetall("h2") == {"n": "1"}
+    finally:
+        await store.close()
