@@ -144,7 +144,8 @@ class ReplicaPool:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=64))
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=64),
+                                                  cookie_jar=aiohttp.DummyCookieJar())  # shared by all tenants
             self._own_session = True
         return self._session
 

@@ -37,8 +37,10 @@ class UpstreamClients:
         if session is None or session.closed:
             connector = aiohttp.TCPConnector(limit=0, limit_per_host=1024, ttl_dns_cache=60,
                                              keepalive_timeout=60, enable_cleanup_closed=True)
+            # No cookie jar: the session is shared by every tenant, so a vendor's Set-Cookie on one
+            # tenant's request would otherwise be sent with the next tenant's.
             session = aiohttp.ClientSession(connector=connector, timeout=self.timeout(), auto_decompress=True,
-                                            skip_auto_headers=("User-Agent",))
+                                            skip_auto_headers=("User-Agent",), cookie_jar=aiohttp.DummyCookieJar())
             self._sessions[upstream] = session
         return session
 
