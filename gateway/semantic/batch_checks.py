@@ -38,6 +38,9 @@ class _Job:
     parse: Sequence[str]  # English texts the check will parse
     vectors: Sequence[str]  # English texts it will encode with MiniLM
     future: asyncio.Future[Any] = field(repr=False)
+    # English texts it will parse, known only once the vectors are there (the second opinion parses
+    # only when MiniLM's score reached the bar): parsed in a second batch before the checks run
+    then_parse: Callable[[], Sequence[str]] | None = None
 
 
 class _Seen:
@@ -57,6 +60,14 @@ class _Seen:
         return out
 
 
+def _named(then: Callable[[], Sequence[str]]) -> Sequence[str]:
+    """What a job will parse; a failure here is left for the job itself to meet (and fail alone)."""
+    try:
+        return then()
+    except Exception:
+        return ()
+
+
 def _places_en(text: str) -> object:
     return placement.places(text, "en")
 
@@ -74,13 +85,14 @@ class CheckBatcher:
         self.jobs = 0
 
     async def run(self, fn: Callable[..., Any], *args: Any, parse: Sequence[str] = (),
-                  vectors: Sequence[str] = ()) -> Any:
-        """`fn(*args)` in the worker thread, after `parse` and `vectors` are prepared in a batch."""
+                  vectors: Sequence[str] = (), then_parse: Callable[[], Sequence[str]] | None = None) -> Any:
+        """`fn(*args)` in the worker thread, after `parse` and `vectors` are prepared in a batch (and
+        then what `then_parse()` names, in a second one)."""
         if self._task is None or self._task.done() or self._queue is None:
             self._queue = asyncio.Queue()
             self._task = asyncio.create_task(self._loop(), name="semantic-checks")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Job(fn, args, parse, vectors, future))
+        self._queue.put_nowait(_Job(fn, args, parse, vectors, future, then_parse))
         return await future
 
     async def _loop(self) -> None:
@@ -112,6 +124,11 @@ class CheckBatcher:
         vectors = self._encoded.new([t for j in batch for t in j.vectors])
         if vectors:
             paraphrase.prime(vectors)
+        later = [j.then_parse for j in batch if j.then_parse is not None]
+        if later:
+            parse = self._parsed.new([t for then in later for t in _named(then)])
+            if parse:
+                structure.prime(parse, readers=(_places_en,))
         out: list[tuple[bool, Any]] = []
         for job in batch:
             try:

@@ -78,8 +78,9 @@ class CandidateJudge:
             # The parse-free rules here; only a would-be same-content hit is decided again with the
             # placement rule, whose parse runs in the checks' worker thread.
             verdict = decide(*args, placement_check=False)
+            roles_ok: bool | None = None  # the role check, when the worker already made it
             if verdict.hit and verdict.lane == SAME_CONTENT and cand.question != look.question:
-                verdict = await self.checks.decide(*args, lang=lang)
+                verdict, roles_ok = await self.checks.decide_same_content(*args, lang=lang)
             if (look.asked > look.threshold and similarity(cand.score, look.anchor) < look.asked
                     and (verdict.hit or verdict.lane)):
                 review.rejected.append("below_requested_threshold")
@@ -97,7 +98,8 @@ class CandidateJudge:
                 review.rejected.append(verdict.reason)
                 continue
             elif (pair_lang == "en" and cand.question != look.question
-                  and not await self.checks.roles_agree(cand.question, look.question)):
+                  and not (roles_ok if roles_ok is not None
+                           else await self.checks.roles_agree(cand.question, look.question))):
                 review.rejected.append("role_swap")
                 continue
             yield Accepted(cand, verdict.lane, pair_lang)

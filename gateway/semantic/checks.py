@@ -17,6 +17,7 @@ from typing import Any
 from gateway.semantic import paraphrase, structure
 from gateway.semantic.batch_checks import CheckBatcher
 from gateway.semantic.guard import GuardParams, Verdict, decide
+from gateway.semantic.lexical import analyze
 
 
 class OffLoopChecks:
@@ -37,9 +38,19 @@ class OffLoopChecks:
         """`guard.decide` in the checks' worker thread: a rule may parse the questions (the same words
         in other places), and a parse (≈ 15 ms, longer while a tagger loads) must not stall the loop.
         English questions are parsed in the batch, once for this rule and the role check after it."""
-        verdict: Verdict = await self.batch.run(decide, *args, parse=args[:2] if lang == "en" else ())
+        verdict, _ = await self.decide_same_content(*args, lang=lang)
         return verdict
 
+    async def decide_same_content(self, *args: Any, lang: str = "") -> tuple[Verdict, bool | None]:
+        """`decide` for a would-be same-content hit, and in the same worker call the role check that
+        such an English hit meets next (`roles_agree`, from the parse the rule just read): one thread
+        hop and one batch instead of two. The role answer is None when it was not made (not a hit,
+        not an English pair, the parser not loaded): the caller asks `roles_agree` as before."""
+        cached, query = args[0], args[1]
+        parse = (cached, query) if lang == "en" else ()
+        result: tuple[Verdict, bool | None] = await self.batch.run(_decide_and_roles, args, lang == "en",
+                                                                   parse=parse)
+        return result
     async def agree(self, cached: str, query: str, lang: str) -> bool | None:
         """Action and object agree (`structure.agree`); None while the parser loads."""
         if not structure.ready(lang):
@@ -66,9 +77,17 @@ class OffLoopChecks:
         if not (structure.ready(lang) and (lang != "en" or paraphrase.ready())):
             self._preload(lang)
             return False
+        english = lang == "en"
+
+        def then_parse() -> tuple[str, ...]:
+            # the parse the check makes only when MiniLM's score reached the bar: batched with the others'
+            s = paraphrase.score(cached, query, lang, cosine)
+            return (cached, query) if s is not None and s >= g.reworded_bar_en else ()
+
         return bool(await self.batch.run(paraphrase.confident, cached, query, lang, cosine, g.reworded_bar_en,
                                          g.reworded_bar_zh, g.reworded_any_verb_en,
-                                         vectors=(cached, query) if lang == "en" else ()))
+                                         vectors=(cached, query) if english else (),
+                                         then_parse=then_parse if english else None))
 
     def _preload(self, lang: str) -> None:
         if lang in self._loading:
@@ -78,3 +97,16 @@ class OffLoopChecks:
         self._spawn(loop.run_in_executor(None, structure.load, lang))
         if lang == "en":
             self._spawn(loop.run_in_executor(None, paraphrase.load))
+
+
+def _decide_and_roles(args: tuple[Any, ...], english: bool) -> tuple[Verdict, bool | None]:
+    """In the worker: the verdict, then (an English same-content hit) whether no party changed places,
+    exactly as `OffLoopChecks.roles_agree` answers it once the parser is loaded."""
+    verdict = decide(*args)
+    cached, query = args[0], args[1]
+    if not (english and verdict.hit and cached != query and structure.ready("en")
+            and analyze(cached).lang == "en"):
+        return verdict, None
+    if not structure.may_swap_roles(cached, query):
+        return verdict, True
+    return verdict, structure.roles_agree(cached, query, "en") is not False

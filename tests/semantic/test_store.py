@@ -193,3 +193,28 @@ def test_scope_key_separates_tenant_context_and_version() -> None:
     assert len(keys) == 8
     assert Scope("acme", CTX, "v2", 0.0).must().key == store_mod.scope_key("acme", CTX, "v2")
     assert entry("acme", "q", version="v2").payload()["scope"] == store_mod.scope_key("acme", CTX, "v2")
+
+
+async def test_edge_batches_concurrent_searches_each_in_its_own_scope(tmp_path: Path) -> None:
+    """Concurrent searches go to the engine together (`query_batch`); each still gets exactly what
+    it gets alone: its own tenant's and context's entries, in the same order with the same scores."""
+    import asyncio
+
+    s = EdgeStore(tmp_path, collection_name("m", DIM), DIM)
+    await s.open()
+    try:
+        tenants = ["acme", "globex", "initech"]
+        await s.upsert([(entry(t, f"{t} q{i}", ctx=c), vec(100 * k + i + (50 if c == OTHER_CTX else 0)))
+                        for k, t in enumerate(tenants) for i in range(30) for c in (CTX, OTHER_CTX)])
+        now = time.time()
+        asks = [(Scope(t, c, "", now), vec(1000 + j)) for j, (t, c) in enumerate(
+            (t, c) for t in tenants for c in (CTX, OTHER_CTX) for _ in range(4))]
+        alone = [await s.search(scope, v, 5, -1.0) for scope, v in asks]
+        batches0 = s.search_batches
+        together = await asyncio.gather(*(s.search(scope, v, 5, -1.0) for scope, v in asks))
+        assert s.search_batches - batches0 < len(asks)  # they did share batches
+        for (scope, _), one, many in zip(asks, alone, together, strict=True):
+            assert [(c.id, c.score) for c in many] == [(c.id, c.score) for c in one]
+            assert len(one) == 5 and all(scope.admits(c.payload) for c in many)
+    finally:
+        await s.close()
