@@ -175,8 +175,9 @@ def _doer_replaced(args_a: dict[str, frozenset[str]], args_b: dict[str, frozense
 
 def _owner_moved(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[str]]) -> bool:
     """A possessor that owns one thing on one side and another on the other, both things named in both
-    questions (`my neighbor's tree … my house` / `my tree … my neighbor's house`)."""
-    for w in args_a.keys() & args_b.keys():
+    questions (`my neighbor's tree … my house` / `my tree … my neighbor's house`). Persons aside: with
+    the `'s` gone, `my` hangs on the compound's head (`my neighbor tree`), not on `neighbor`."""
+    for w in args_a.keys() & args_b.keys() - set(_EN_PERSONS.values()):
         was = {p[5:] for p in args_a[w] - args_b[w] if p.startswith("poss:")}
         now = {p[5:] for p in args_b[w] - args_a[w] if p.startswith("poss:")}
         if any(h in args_b for h in was if h in args_a) and any(h in args_a for h in now if h in args_b):
