@@ -110,6 +110,8 @@ def test_precision_targets_hold_before_any_evidence(split: str) -> None:
     ("source_h.txt", "3133b8c9731015702b7ffa98619d28dbda523ec634130890cbd90cd1c962c0e8"),
     ("source_i.txt", "9796bea6a24a7874b4b277c3097e43998493821bf21f58089700cda0354572cc"),
     ("heldout8.jsonl", "4c5f501f5e415842b364bf8fbc27ebdc5e8f7c6e1f9c0a2a42ec7388a5647831"),
+    ("source_j.txt", "a6660458b88223ea3dfe34bc6a449f61f5cc5a24626d8f6ee839e438e099bf6b"),
+    ("heldout9.jsonl", "fa8de956b3e2aa69581988620736edac499b55d6041175b08ff1c6391aa29587"),
 ])
 def test_own_heldout_splits_are_frozen(name: str, digest: str) -> None:
     """The held-out splits were written before the method they measure was tuned and must not change."""
