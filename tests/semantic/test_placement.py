@@ -128,3 +128,46 @@ def test_a_negation_does_not_reach_into_a_clause_of_its_own() -> None:
 def test_a_negated_modal_moved_to_the_other_verb() -> None:
     """`不能退款` negates the refund, not `能`: moved to the exchange it is another question."""
     assert placement.moved("不能退款但能换货吗？", "能退款但不能换货吗？", "zh")
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    # the tagger may read a word as a noun in one sentence and a verb in the other: units are stems
+    ("My horse kicked the farmer's goat, is it covered?", "The farmer's goat kicked my horse, is it covered?", "en"),
+    # a possessor that owns another thing, both things named in both
+    ("Is my landlord's car covered if it hits my fence?", "Is my car covered if it hits my landlord's fence?", "en"),
+    # persons are content units of an exchange
+    ("我可以替我爸爸签字吗？", "我爸爸可以替我签字吗？", "zh"),
+    # a one-character adverb glued to the verb (先付, 再取) is two words
+    ("先付款再取货可以吗？", "先取货再付款可以吗？", "zh"),
+    # a phase complement (写完 / 开完会) is left out of the exchange
+    ("先写完报告才能开会吗？", "先开完会才能写报告吗？", "zh"),
+])
+def test_exchanges_the_tags_and_segments_hide(cached: str, query: str, lang: str) -> None:
+    assert placement.moved(cached, query, lang)
+    assert guard.check(analyze(cached), analyze(query))[0] == "placement"
+
+
+@pytest.mark.parametrize(("cached", "query", "lang"), [
+    ("Is my landlord's car covered if it hits a fence?", "If it hits a fence, is my landlord's car covered?", "en"),
+    ("Does my policy cover my neighbor's tree?", "Does my policy cover the tree of my neighbor?", "en"),
+    ("Is my neighbor's tree covered by my policy?", "Does my policy cover my neighbor's tree?", "en"),
+    ("我和我妈妈可以一起取药吗？", "我妈妈和我可以一起取药吗？", "zh"),
+    ("先付款再取货可以吗？", "可以先付款再取货吗？", "zh"),
+    ("写完报告才能开会吗？", "报告写完才能开会吗？", "zh"),
+])
+def test_the_same_shapes_in_order_are_kept(cached: str, query: str, lang: str) -> None:
+    assert not placement.moved(cached, query, lang)
+    assert guard.check(analyze(cached), analyze(query))[0] is None
+
+
+def test_a_negated_verb_takes_a_fixed_expression_as_its_object() -> None:
+    """jieba tags some compounds `l` (a fixed expression): still what the negated verb takes."""
+    tagged = (("保修", "v"), ("包括", "v"), ("显示器", "n"), ("但", "c"), ("不", "d"), ("包括", "v"),
+              ("切割器", "l"), ("吗", "y"))
+    assert placement._zh_places(tagged)[0] == {"包括+切割器"}
+    swapped = (("保修", "v"), ("包括", "v"), ("切割器", "l"), ("但", "c"), ("不", "d"), ("包括", "v"),
+               ("显示器", "n"), ("吗", "y"))
+    assert placement._negation_moved(placement._zh_places(tagged), placement._zh_places(swapped))
+    kept = (("保修", "v"), ("不", "d"), ("包括", "v"), ("切割器", "l"), ("但", "c"), ("包括", "v"),
+            ("显示器", "n"), ("吗", "y"))
+    assert not placement._negation_moved(placement._zh_places(tagged), placement._zh_places(kept))
