@@ -17,11 +17,11 @@ def cand(question: str, score: float, cid: str = "e1") -> Candidate:
     return Candidate(cid, score, question, {})
 
 
-async def judge() -> CandidateJudge:
+async def judge(params: GuardParams = GuardParams()) -> CandidateJudge:
     spawned: list[Any] = []
-    checks = OffLoopChecks(GuardParams(), spawned.append)
+    checks = OffLoopChecks(params, spawned.append)
     await checks.load_all()
-    return CandidateJudge(GuardParams(), Learner(), checks)
+    return CandidateJudge(params, Learner(), checks)
 
 
 async def accepted(j: CandidateJudge, question: str, cands: list[Candidate], asked: float = 0.90) -> tuple[
@@ -55,9 +55,11 @@ async def test_an_unproven_reworded_candidate_is_kept_for_verification() -> None
 
 
 async def test_a_confident_reworded_candidate_is_accepted_and_a_raised_threshold_holds() -> None:
-    j = await judge()
     cached = "How do I change the language of the mobile app?"
     question = "The mobile app is in the wrong language, how can I change it?"
+    out, _ = await accepted(await judge(), question, [cand(cached, 0.80)])
+    assert out == []  # by default the reworded lane waits for evidence
+    j = await judge(GuardParams(reworded_bar_en=0.80, reworded_bar_zh=0.84))  # a deployment that opted in
     out, _ = await accepted(j, question, [cand(cached, 0.80)])
     assert out == [("e1", REWORDED, "en")]
     out, review = await accepted(j, question, [cand(cached, 0.80)], asked=0.99)  # the request asked for more

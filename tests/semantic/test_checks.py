@@ -16,15 +16,15 @@ LANG_R = "The mobile app is in the wrong language, how can I change it?"
 
 async def test_loaded_checks_answer_from_the_parse_and_the_model() -> None:
     spawned: list[Any] = []
-    checks = OffLoopChecks(GuardParams(), spawned.append)
+    checks = OffLoopChecks(GuardParams(reworded_bar_en=0.80), spawned.append)  # the lane opted in
     await checks.load_all()
     assert structure.ready("en") and paraphrase.ready()
     assert await checks.confident(LANG_Q, LANG_R, "en", 0.9)
     assert await checks.agree(LANG_Q, LANG_R, "en") is True
     assert not await checks.roles_agree("Can I add my daughter to my phone plan?",
                                         "Can my daughter add me to her phone plan?")
-    assert not await OffLoopChecks(GuardParams(reworded_bar_en=2.0), spawned.append).confident(
-        LANG_Q, LANG_R, "en", 0.9)  # above 1: evidence only
+    assert not await OffLoopChecks(GuardParams(), spawned.append).confident(
+        LANG_Q, LANG_R, "en", 0.9)  # the default bar is above 1: evidence only
     assert not spawned
 
 

@@ -33,6 +33,18 @@ async def stage(tmp_path: Path) -> AsyncIterator[SemanticCacheStage]:
         await s.stop()
 
 
+@pytest.fixture
+async def opted_in(tmp_path: Path) -> AsyncIterator[SemanticCacheStage]:
+    """A deployment that serves confident reworded pairs before evidence (off by default)."""
+    settings = Settings(data_dir=tmp_path, semantic={"params": {"reworded_bar_en": 0.80, "reworded_bar_zh": 0.84}})
+    s = SemanticCacheStage(settings, embedder=Embedder(use_backend()), rng=random.Random(1))
+    await s.start()
+    try:
+        yield s
+    finally:
+        await s.stop()
+
+
 async def ask(stage: SemanticCacheStage, question: str, upstream_text: str | None, **semantic: object) -> object:
     ctx = make_ctx(chat(question), pol=policy("acme", **semantic))
     hit = await stage.before(ctx)
@@ -87,7 +99,15 @@ LANGUAGE = "How do I change the language of the mobile app?"
 LANGUAGE_REWORDED = "The mobile app is in the wrong language, how can I change it?"  # MiniLM ≈ 0.94, same action
 
 
-async def test_a_confident_reworded_pair_is_served_before_evidence(stage: SemanticCacheStage) -> None:
+async def test_by_default_a_confident_reworded_pair_waits_for_evidence(stage: SemanticCacheStage) -> None:
+    await ask(stage, LANGUAGE, "Settings → Language.")
+    miss, _ = await ask(stage, LANGUAGE_REWORDED, None)
+    assert miss is None
+
+
+async def test_a_confident_reworded_pair_is_served_before_evidence_when_opted_in(
+        opted_in: SemanticCacheStage) -> None:
+    stage = opted_in
     await ask(stage, LANGUAGE, "Settings → Language.")
     hit, ctx = await ask(stage, LANGUAGE_REWORDED, None)
     assert hit is not None and hit.answer.text == "Settings → Language."  # type: ignore[attr-defined]
@@ -99,7 +119,8 @@ async def test_a_confident_reworded_pair_is_served_before_evidence(stage: Semant
         assert miss is None
 
 
-async def test_feedback_on_a_confident_hit_closes_that_kind_of_look_alike(stage: SemanticCacheStage) -> None:
+async def test_feedback_on_a_confident_hit_closes_that_kind_of_look_alike(opted_in: SemanticCacheStage) -> None:
+    stage = opted_in
     await ask(stage, LANGUAGE, "Settings → Language.")
     hit, ctx = await ask(stage, LANGUAGE_REWORDED, None)
     assert hit is not None
