@@ -16,6 +16,8 @@ from typing import Any
 import uvicorn
 import yaml
 
+from gateway.tls_shutdown import HTTP as TLS_CLOSING_HTTP
+
 
 def _ephemeral_floor() -> int:
     try:
@@ -56,7 +58,7 @@ class UvicornThread:
         self.port = port or free_port()
         self.tls = tls  # (certificate file, key file): serve HTTPS
         ssl = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]} if tls else {}
-        config = uvicorn.Config(app, host=host, port=self.port, loop="asyncio", http="httptools",
+        config = uvicorn.Config(app, host=host, port=self.port, loop="asyncio", http=TLS_CLOSING_HTTP,
                                 log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10,
                                 **ssl)
         self.server = uvicorn.Server(config)

@@ -47,6 +47,11 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, interva
         raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
 
 
+# No persistence; a replica's first sync starts at once (Redis 7 holds a diskless sync 5 s by default, for
+# more replicas to join the same transfer: 5 s of every Sentinel fixture's start).
+_NODE_ARGS = ["--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"]
+
+
 class RedisNode:
     """One redis-server (or Sentinel) process with its own folder."""
 
@@ -82,8 +87,7 @@ class RedisNode:
         else:
             extra = self.args
         cmd += ["--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.dir),
-                "--logfile", str(self.dir / "redis.log"), *(["--save", "", "--appendonly", "no"] if not self.sentinel
-                                                             else []), *extra]
+                "--logfile", str(self.dir / "redis.log"), *(_NODE_ARGS if not self.sentinel else []), *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(self._pong, timeout, f"redis on port {self.port}")
         return self

@@ -46,6 +46,15 @@ def test_serve_speaks_https_with_the_given_certificate(tmp_path: Path) -> None:
         except httpx2.TransportError:
             plain_status = None
         assert plain_status != 200
+        # A client idle in its keep-alive pool reads nothing, so it never answers the server's close_notify:
+        # the shutdown does not wait for that answer (it held SIGTERM for the whole 30 s grace period).
+        idle = httpx2.Client(verify=str(cert))
+        assert idle.get(f"https://127.0.0.1:{port}/healthz").status_code == 200
+        started = time.monotonic()
+        proc.terminate()
+        assert proc.wait(30) is not None
+        assert time.monotonic() - started < 10, "the shutdown waited on an idle TLS keep-alive connection"
+        idle.close()
     finally:
         proc.terminate()
         proc.wait(30)

@@ -101,6 +101,19 @@ class UniversalSentenceEncoder:
             return _normalise(self._model.encode(texts))  # type: ignore[attr-defined]
 
 
+def _no_local_copy(name_or_path: str) -> bool:
+    """True only where sentence-transformers can find no local copy: no such path, and no hub-cache folder for
+    the name (or `sentence-transformers/<name>`, its default organisation) in its cache or the hub's."""
+    if os.path.exists(name_or_path):
+        return False
+    from huggingface_hub import constants
+
+    names = [name_or_path] + ([f"sentence-transformers/{name_or_path}"] if "/" not in name_or_path else [])
+    roots = [r for r in (os.environ.get("SENTENCE_TRANSFORMERS_HOME"), constants.HF_HUB_CACHE) if r]
+    return not any(os.path.exists(os.path.join(root, "models--" + name.replace("/", "--")))
+                   for root in roots for name in names)
+
+
 class SentenceTransformerBackend:
     """A sentence-transformers model by name or path (offline: HF_HUB_OFFLINE=1 in production)."""
 
@@ -115,6 +128,9 @@ class SentenceTransformerBackend:
     def load(self) -> None:
         if self._model is not None:
             return
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+        if offline and _no_local_copy(self.path):  # before importing torch and sentence-transformers (seconds)
+            raise RuntimeError(self._not_installed())
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -124,14 +140,16 @@ class SentenceTransformerBackend:
             # (a minute and more where the hub cannot be reached, as inside a VPC).
             model = SentenceTransformer(self.path, device="cpu", local_files_only=True)
         except Exception as exc:
-            if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or os.path.isdir(self.path):
-                raise RuntimeError(f"the embedding model {self.path!r} is not installed (no local copy, and "
-                                   "HF_HUB_OFFLINE is set): set GATEWAY_EMBEDDING_MODEL to a local path or an "
-                                   "installed model") from exc
+            if offline or os.path.isdir(self.path):
+                raise RuntimeError(self._not_installed()) from exc
             model = SentenceTransformer(self.path, device="cpu")  # may download it once
         getdim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(getdim())
         self._model = model
+
+    def _not_installed(self) -> str:
+        return (f"the embedding model {self.path!r} is not installed (no local copy, and HF_HUB_OFFLINE is set): "
+                "set GATEWAY_EMBEDDING_MODEL to a local path or an installed model")
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if self._model is None:

@@ -137,7 +137,7 @@ def test_response_cache_isolation_and_metrics(gw: LocalGateway, emu: EmulatorSet
 @pytest.fixture
 def short_tokens(emu: EmulatorSet, service_account: tuple[dict[str, Any], Path], tls: tuple[Path, Path],
                  tmp_path: Path) -> Iterator[LocalGateway]:
-    emu.platforms.vertex.auth.expires_in = 4  # seconds: the gateway must refresh twice a run
+    emu.platforms.vertex.auth.expires_in = 2  # seconds: the gateway must refresh twice a run
     gateway = LocalGateway(emu, TENANTS, tmp_path, tls=(str(tls[0]), str(tls[1])),
                            vertex_ai_base_url=emu.platform_url, vertex_project=PROJECT,
                            vertex_credentials=str(service_account[1])).start()
@@ -154,11 +154,11 @@ def test_token_refreshed_before_expiry_without_a_failed_request(short_tokens: Lo
     c = client(short_tokens)
     started, statuses = time.monotonic(), []
     tokens: set[str] = set()
-    while time.monotonic() - started < 9:
+    while time.monotonic() - started < 4.5:
         got = c.models.generate_content(model=MODEL, contents="ping", config=config())
         statuses.append(bool(got.text))
         tokens.add(emu.requests("vertex.generateContent")[-1].headers["authorization"])
-        time.sleep(0.25)
+        time.sleep(0.1)
     assert all(statuses) and len(statuses) > 10
-    # refreshed in the background ahead of expiry (4 s tokens over 9 s), never on a failed request
+    # refreshed in the background ahead of expiry (2 s tokens over 4.5 s), never on a failed request
     assert len(tokens) >= 2 and len(emu.platforms.vertex.auth.minted) - minted_before >= 2
