@@ -91,6 +91,13 @@ async def test_sticky_without_bindings_through_the_prefix_index() -> None:
 async def test_a_prefix_every_session_shares_does_not_pile_new_sessions_on_one_replica() -> None:
     router = make_router()
     system = long_text("agent", 600)  # most of each first turn
+    for earlier in range(3):  # agent sessions come back for many turns (16 each so far): a new one weighs its load
+        turns = [f"task {earlier}"]
+        for t in range(16):
+            await router.choose(chat(system, *turns), session=f"earlier{earlier}")
+            turns += [f"answer {t}", f"tool result {t}"]
+    for replica in router.pool.replicas.values():
+        router.policy.reset(replica.name)  # the earlier session's copy of the prompt is gone: all start cold
     placed = collections.Counter()
     for s in range(12):  # each new session stays in flight (a long agent run), its prefill work with it
         body = chat(system, f"task {s}: " + long_text(f"t{s}", 60))
@@ -150,6 +157,20 @@ async def test_a_prefix_group_whose_own_requests_queue_grows_onto_the_replica_ho
     for q in range(8, 12):  # the group's next requests go to a replica that holds its blocks, not a fresh one
         d = await router.decide(router.request(chat(system, f"question {q}? " + long_text(f"q{q}", 40)), f"q{q}"))
         assert d.replica.name in holders and d.reason == "prefix"
+
+
+async def test_a_group_member_still_prefilling_the_shared_prefix_does_not_split_the_group() -> None:
+    """The group's first request is still prefilling its system prompt on its replica, which is busier than
+    the others: the next question still goes there (waiting for that prefill takes at most what prefilling the
+    prompt again elsewhere would, and that would be a second copy)."""
+    router = make_router()  # each question its own session: none is bound
+    system = long_text("group", 400)
+    first = await router.decide(router.request(chat(system, "question 0?"), "q0"))
+    home = first.replica
+    router.begin(home, first.pending)  # in flight, its prefill not over
+    home.inflight = 3  # and two requests of other groups decoding there, none elsewhere
+    second = await router.decide(router.request(chat(system, "question 1?"), "q1"))
+    assert second.replica is home and second.reason == "prefix"
 
 
 @pytest.mark.parametrize("expected_turns", [True, False])
