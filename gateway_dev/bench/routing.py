@@ -192,12 +192,15 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     async def worker() -> None:
         nonlocal done, partial
         while queue:
-            if time.perf_counter() > stop_at:  # --budget: no new session; those under way finish
+            if time.perf_counter() > stop_at:  # --budget: no new session
                 partial = True
                 break
             session = queue.pop()
             messages = list(session.messages)
             for turn in range(1 + len(session.followups)):
+                if turn and time.perf_counter() > stop_at:  # --budget: no further turn either
+                    partial = True
+                    break
                 text = await send(messages)
                 done += 1
                 if one_offs and done % wl.one_off_every == 0:
@@ -356,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="per router and workload: after this many seconds start no new session (those under way "
+                   help="per router and workload: after this many seconds send no new request (those in flight "
                    "finish); such a run is reported as partial and checks no target. With --policies '' and one "
                    "--against peer, full-scale side-by-sides can be run one router x one workload at a time")
     p.add_argument("--no-bound", dest="bound", action="store_false",
