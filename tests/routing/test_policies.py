@@ -91,13 +91,6 @@ async def test_sticky_without_bindings_through_the_prefix_index() -> None:
 async def test_a_prefix_every_session_shares_does_not_pile_new_sessions_on_one_replica() -> None:
     router = make_router()
     system = long_text("agent", 600)  # most of each first turn
-    for earlier in range(3):  # agent sessions come back for many turns (16 each so far): a new one weighs its load
-        turns = [f"task {earlier}"]
-        for t in range(16):
-            await router.choose(chat(system, *turns), session=f"earlier{earlier}")
-            turns += [f"answer {t}", f"tool result {t}"]
-    for replica in router.pool.replicas.values():
-        router.policy.reset(replica.name)  # the earlier session's copy of the prompt is gone: all start cold
     placed = collections.Counter()
     for s in range(12):  # each new session stays in flight (a long agent run), its prefill work with it
         body = chat(system, f"task {s}: " + long_text(f"t{s}", 60))
