@@ -180,12 +180,18 @@ class CacheAware(Policy):
 
     def group(self, replica: str, keys: list[bytes], matched: int) -> tuple[int, int]:
         """(requests in flight, their bytes still to prefill) on `replica` that share the first `matched`
-        chunks of `keys` — the prefix this request would reuse there."""
-        key, n, pending = keys[matched - 1], 0, 0
+        chunks of `keys` — the prefix this request would reuse there. While the group has a single request in
+        flight there, its shared prefix does not count: that request still prefilling it holds this one up by
+        at most what prefilling it again on another replica would take, and going there would copy the prefix
+        and split the group. From the second on it counts again: a burst of new sessions sharing one agent
+        prompt then spreads by its prefill work before the router has learned that sessions come back
+        (`expected_turns`)."""
+        key, n, pending, shared_left = keys[matched - 1], 0, 0, 0
+        shared = matched * self.params.chunk_bytes
         for other, left in self._inflight.get(replica, {}).values():
             if len(other) >= matched and other[matched - 1] == key:
-                n, pending = n + 1, pending + left
-        return n, pending
+                n, pending, shared_left = n + 1, pending + left, shared_left + min(left, shared)
+        return n, pending - shared_left if n == 1 else pending
 
     def overloaded(self, candidates: list[Replica]) -> set[str]:
         p = self.params

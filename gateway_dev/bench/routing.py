@@ -60,6 +60,13 @@ class Result:
     per_replica: Counter[str]
     errors: Counter[str]  # failed requests by HTTP status or client exception
     reasons: Counter[str]
+    cpu: float | None = None  # CPU seconds the router's processes used during the run (None: not measurable)
+    partial: bool = False  # stopped at --budget before the workload was through
+
+    @property
+    def cpu_ms(self) -> float | None:
+        """The router's CPU per answered request, in ms."""
+        return self.cpu / self.requests * 1000 if self.cpu is not None and self.requests else None
 
     def q(self, p: float) -> float:
         s = sorted(self.ttft)
@@ -100,8 +107,31 @@ async def _replica_counts(http: aiohttp.ClientSession, urls: list[str]) -> tuple
     return hits, queries, served
 
 
+def _cpu_seconds(leader: int) -> float | None:
+    """CPU seconds (user + system) used so far by every process of the session `leader` leads (the router
+    and any child it started), from /proc; None where /proc is not there."""
+    import os
+
+    total, tick, found = 0.0, os.sysconf("SC_CLK_TCK"), False
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[3]) == leader:  # field 6, the session id (the router runs in a session of its own)
+            total += (int(fields[11]) + int(fields[12])) / tick
+            found = True
+    return total if found else None
+
+
 async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl: Workload,
-                  concurrency: int, params: dict[str, Any], via: str, folder: Path) -> Result:
+                  concurrency: int, params: dict[str, Any], via: str, folder: Path,
+                  budget: float | None = None) -> Result:
     from gateway.config import RoutingConfig
 
     routing = RoutingConfig(policy=policy if policy in POLICIES else "cache_aware" if policy == EVENTS
@@ -126,16 +156,18 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
                 resp.raise_for_status()
 
     # Reset first (emptying the bound replica's huge KV takes its event loop a moment, which our pool's health
-    # checks would see), then start; a peer router's readiness probe is a request, so reset again after it.
-    # Ours (and the bound, run through ours) keep their probe's ~24 uncached tokens in the counters: a reset
-    # after our gateway started made it see the bound replica fail its health checks (503s on a small run).
+    # checks would see), then start. Every router's readiness probe is a request (~24 uncached tokens): the
+    # replicas' counters are read after it and only what the workload adds counts, for ours and the peers
+    # alike (a reset after our gateway's start made it see the bound replica fail its health checks).
     await reset()
     await target.start()
-    if isinstance(target, PeerTarget):
-        await reset()
     if policy == EVENTS:  # the router's SUB sockets connect before the first batch (seq 0 after the reset)
         await asyncio.sleep(1.0)
     decided = await decisions()
+    base_hits, base_queries, base_served = await _replica_counts(http, urls)
+    proc = getattr(target, "proc", None) or getattr(getattr(target, "peer", None), "proc", None)
+    leader = proc.pid if proc is not None else None
+    cpu0 = _cpu_seconds(leader) if leader is not None else None
     queue = list(reversed(wl.sessions))
     one_offs = list(reversed(wl.one_offs))
     side: list[asyncio.Task[str | None]] = []
@@ -154,12 +186,21 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
         ttfts.append(first - t0)
         return text
 
+    stop_at = time.perf_counter() + budget if budget else float("inf")
+    partial = False
+
     async def worker() -> None:
-        nonlocal done
+        nonlocal done, partial
         while queue:
+            if time.perf_counter() > stop_at:  # --budget: no new session
+                partial = True
+                break
             session = queue.pop()
             messages = list(session.messages)
             for turn in range(1 + len(session.followups)):
+                if turn and time.perf_counter() > stop_at:  # --budget: no further turn either
+                    partial = True
+                    break
                 text = await send(messages)
                 done += 1
                 if one_offs and done % wl.one_off_every == 0:
@@ -173,17 +214,22 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     start = time.perf_counter()
     try:
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        while one_offs:  # whatever the sessions did not pace out
+        while one_offs and not partial:  # whatever the sessions did not pace out
             side.append(asyncio.create_task(send(one_offs.pop().messages)))
         await asyncio.gather(*side)
         wall = time.perf_counter() - start
         reasons = await decisions() - decided
+        cpu1 = _cpu_seconds(leader) if leader is not None else None
     finally:  # interrupted too: a peer router's (or our gateway's) process must not outlive the run
         await target.stop()
     if errors.pop("599", 0):
         errors.update(_CLIENT_ERRORS)
     hits, queries, served = await _replica_counts(http, urls)
-    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons)
+    hits, queries = hits - base_hits, queries - base_queries
+    served = Counter({url: served[url] - base_served[url] for url in urls})  # a replica that served none counts
+    cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
+    return Result(policy, hits / queries if queries else 0.0, ttfts, wall, len(ttfts), served, errors, reasons,
+                  cpu, partial)
 
 
 async def warm_up(http: aiohttp.ClientSession, urls: list[str], n: int = 16) -> None:
@@ -247,20 +293,21 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
             await warm_up(http, [*replicas.urls, replicas.bound_url])
             for wl in chosen:
                 results: dict[str, Result] = {}
-                for policy in [*policies, BOUND]:
+                for policy in [*policies, *([BOUND] if args.bound else [])]:
                     urls = [replicas.bound_url] if policy == BOUND else replicas.urls
                     params = orjson.loads(args.params)
                     if policy == EVENTS:
                         params["kv_events_endpoints"] = dict(zip((u[7:] for u in urls), replicas.events, strict=True))
                     results[policy] = await run_one(http, urls, policy, wl, args.concurrency, params,
-                                                    args.via, folder)
+                                                    args.via, folder, args.budget)
                 lines, checks = report(wl, results, args.concurrency)
                 print("\n".join(lines) + "\n", flush=True)
                 all_checks.update(checks)
                 out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
                                     "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
                                     "per_replica": dict(r.per_replica), "reasons": dict(r.reasons),
-                                    "errors": dict(r.errors)}
+                                    "errors": dict(r.errors), "cpu_ms_per_request": r.cpu_ms,
+                                    "partial": r.partial}
                                 for p, r in results.items()}
             if args.failover:
                 from gateway_dev.bench import routing_failover
@@ -311,6 +358,12 @@ def main(argv: list[str] | None = None) -> int:
                    "the benchmark, or the router driven directly")
     p.add_argument("--params", default="{}", help="routing.params as JSON, for tuning")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="per router and workload: after this many seconds send no new request (those in flight "
+                   "finish); such a run is reported as partial and checks no target. With --policies '' and one "
+                   "--against peer, full-scale side-by-sides can be run one router x one workload at a time")
+    p.add_argument("--no-bound", dest="bound", action="store_false",
+                   help="skip the unlimited-KV bound run (when running the side-by-side in pieces)")
     p.add_argument("--json", default=None, help="also write the figures to this file")
     p.add_argument("--no-targets", dest="targets", action="store_false",
                    help="report the figures without checking the targets (smoke runs at small --scale)")

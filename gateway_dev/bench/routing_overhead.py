@@ -3,7 +3,8 @@ once: `python -m gateway_dev.bench.routing_overhead [--requests 300] [--concurre
 
 The same streamed chat request (a ~1500-token prompt, 4 output tokens) is sent straight to the replica and
 through each router (ours as its own `llm-cache-gateway serve` process, the peers as `bench routing` starts
-them); TTFT p50 per path and its excess over the direct path are printed. Runs are interleaved in rounds so
+them); TTFT p50 per path, its excess over the direct path and the CPU time the router's own processes used per
+request are printed. Runs are interleaved in rounds so
 a noisy neighbour on the machine spreads over all paths alike.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import aiohttp
 
+from gateway_dev.bench.routing import _cpu_seconds
 from gateway_dev.bench.routing_peers import PINS, PeerRouter, ensure_venv
 from gateway_dev.bench.routing_targets import GatewayProcess, _send
 from gateway_dev.bench.routing_workloads import Words
@@ -70,17 +72,26 @@ async def main_async(args: argparse.Namespace) -> int:
             paths = {"direct": (url + "/v1", {}), "cache_aware (ours)": (
                 ours.url + "/v1", {"authorization": f"Bearer {GatewayProcess.KEY}"})}
             paths.update({r.name: (r.url, {}) for r in routers})
+            pids = {"cache_aware (ours)": ours.proc.pid if ours.proc else None,
+                    **{r.name: r.proc.pid if r.proc else None for r in routers}}
             for concurrency in (int(c) for c in args.concurrency.split(",")):
                 got: dict[str, list[float]] = {name: [] for name in paths}
+                cpu: dict[str, float] = {name: 0.0 for name in paths}
                 for _ in range(args.rounds):
                     for name, (base, headers) in paths.items():
+                        pid = pids.get(name)
+                        before = _cpu_seconds(pid) if pid is not None else None
                         got[name] += await _ttfts(http, base, headers, bodies, concurrency)
+                        after = _cpu_seconds(pid) if pid is not None else None
+                        if before is not None and after is not None:
+                            cpu[name] += after - before
                 direct = statistics.median(got["direct"])
                 print(f"{concurrency} concurrent client(s), {args.rounds} rounds x {args.requests} requests")
                 for name, values in got.items():
                     p50 = statistics.median(values)
+                    used = f"  CPU {cpu[name] / len(values) * 1000:5.2f} ms/request" if cpu[name] and values else ""
                     print(f"  {name:<20} TTFT p50 {p50 * 1000:7.2f} ms  over direct {(p50 - direct) * 1000:6.2f} ms"
-                          f"  ({len(values)} answered)")
+                          f"  ({len(values)} answered){used}")
     finally:
         for r in routers:
             await asyncio.to_thread(r.stop)

@@ -45,5 +45,23 @@ def test_bench_runs_ours_as_its_own_gateway_process(tmp_path: Path) -> None:
           "--no-targets", "--json", str(out)])
     ours = json.loads(out.read_text())["results"]["b"]["cache_aware"]
     assert ours["errors"] == {}
-    assert sum(ours["reasons"].values()) == sum(ours["per_replica"].values()) == 24  # 4 groups x 6 prompts
+    # Every request of the workload, and the readiness probe the bench sends first in neither count
+    requests = make_workloads(0.05, 7)["b"].requests
+    assert sum(ours["reasons"].values()) == sum(ours["per_replica"].values()) == requests
+    assert ours["cpu_ms_per_request"] > 0 and ours["partial"] is False
     assert set(ours["reasons"]) <= {"prefix", "least_loaded", "load_guard", "session"}
+
+
+@pytest.mark.slow
+def test_a_budget_stops_a_run_early_and_reports_it_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--budget: no new session after the budget; the run is partial and nothing is checked against it."""
+    out = tmp_path / "routing.json"
+    code = main(["--workloads", "b", "--scale", "0.05", "--concurrency", "1", "--policies", "cache_aware",
+                 "--no-bound", "--budget", "0.2", "--json", str(out)])
+    data = json.loads(out.read_text())
+    figures = data["results"]["b"]
+    assert set(figures) == {"cache_aware"}
+    ours = figures["cache_aware"]
+    assert ours["partial"] is True and 0 < sum(ours["per_replica"].values()) < make_workloads(0.05, 7)["b"].requests
+    assert data["checks"] == {} and code == 0
+    assert "(partial: stopped at --budget" in capsys.readouterr().out

@@ -152,6 +152,20 @@ async def test_a_prefix_group_whose_own_requests_queue_grows_onto_the_replica_ho
         assert d.replica.name in holders and d.reason == "prefix"
 
 
+async def test_a_group_member_still_prefilling_the_shared_prefix_does_not_split_the_group() -> None:
+    """The group's first request is still prefilling its system prompt on its replica, which is busier than
+    the others: the next question still goes there (waiting for that prefill takes at most what prefilling the
+    prompt again elsewhere would, and that would be a second copy)."""
+    router = make_router()  # each question its own session: none is bound
+    system = long_text("group", 400)
+    first = await router.decide(router.request(chat(system, "question 0?"), "q0"))
+    home = first.replica
+    router.begin(home, first.pending)  # in flight, its prefill not over
+    home.inflight = 3  # and two requests of other groups decoding there, none elsewhere
+    second = await router.decide(router.request(chat(system, "question 1?"), "q1"))
+    assert second.replica is home and second.reason == "prefix"
+
+
 @pytest.mark.parametrize("expected_turns", [True, False])
 async def test_a_new_session_weighs_the_load_it_joins_by_the_turns_sessions_bring(expected_turns: bool) -> None:
     router = make_router(expected_turns=expected_turns)
