@@ -26,7 +26,9 @@ other way round on the other), or each side negating a word the other says witho
 Both must be exact, so a misspelt or reworded verb (which renames a place for every word at once) is
 no contradiction. Word order alone (a conditional clause moved to the front, a passive) keeps every
 place. Third-person pronouns (`it`, `they`) are left out: what they stand for is not known here.
-Without a parser the check finds nothing (the other checks still run).
+Without a parser the check finds nothing (the other checks still run). The Chinese readings (from
+jieba's tags and characters) are `placement_zh`'s; this module holds the English ones and the
+comparisons, which are the same for both languages.
 """
 
 from __future__ import annotations
@@ -37,9 +39,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic import structure
+from gateway.semantic import placement_zh, structure
 from gateway.semantic.lexical import stem
-from gateway.semantic.lexicon import ZH_NEGATORS, ZH_STOP
 
 # (negation scopes, word → its places, every word said: lemmas in English, characters and words in
 # Chinese, the question's sequence of units: (unit, a content unit?, starts a word?))
@@ -48,7 +49,8 @@ Places = tuple[frozenset[str], dict[str, frozenset[str]], frozenset[str], tuple[
 
 _EN_PERSONS = {"i": "i", "me": "i", "myself": "i", "we": "we", "us": "we", "you": "you", "yourself": "you"}
 _EN_POSSESSIVES = {"my": "i", "our": "we", "your": "you"}
-_ZH_PERSONS = {"我": "我", "我们": "我们", "你": "你", "您": "你", "你们": "你们"}
+# the Chinese reading, under its former name here (`places` and the tests read it)
+_zh_places = placement_zh.places
 
 
 def moved(cached: str, query: str, lang: str) -> bool:
@@ -63,10 +65,9 @@ def moved(cached: str, query: str, lang: str) -> bool:
 
 
 # A middle with one of these between two exchanged stretches coordinates them: the order is free
-# (`but`, `但`: two statements joined, `the cleaner did not come but I was charged` either way round;
-# a negation moved across `but not` is `_negation_moved`'s)
+# (`but`: two statements joined, `the cleaner did not come but I was charged` either way round;
+# a negation moved across `but not` is `_negation_moved`'s). Chinese's are `placement_zh`'s.
 _EN_SYMMETRIC = frozenset("and or nor with between versus vs but yet".split())  # noqa: SIM905
-_ZH_SYMMETRIC = frozenset("和 与 跟 同 及 以及 或 或者 还是 、 但 但是 可是 而 而且 并且".split())  # noqa: SIM905
 
 
 def _stretches_exchanged(a: Sequence[Unit], b: Sequence[Unit], lang: str) -> bool:
@@ -117,13 +118,7 @@ def _coordinates(middle: Sequence[Unit], lang: str) -> bool:
     (`和` coordinates, the `同` of `同意` does not)."""
     if lang == "en":
         return any(u[0] in _EN_SYMMETRIC for u in middle)
-    words: list[str] = []
-    for ch, _content, starts in middle:
-        if starts or not words:
-            words.append(ch)
-        else:
-            words[-1] += ch
-    return any(w in _ZH_SYMMETRIC for w in words)
+    return placement_zh.coordinates(middle)
 
 
 def _negation_moved(a: Places, b: Places) -> bool:
@@ -282,122 +277,3 @@ def _en_word(t: Any) -> str | None:
         return _EN_PERSONS.get(t.lower_)  # third-person pronouns: referent unknown
     return None
 
-
-def _zh_places(tagged: Sequence[tuple[str, str]]) -> Places:
-    neg: set[str] = set()
-    args: dict[str, set[str]] = defaultdict(set)
-    n = len(tagged)
-
-    def noun(i: int) -> str | None:
-        word, flag = tagged[i]
-        if word in _ZH_PERSONS:
-            # `我的X` names a thing, not a party
-            return None if i + 1 < n and tagged[i + 1][0] == "的" else _ZH_PERSONS[word]
-        return word if flag.startswith("n") and word not in ZH_STOP else None
-
-    def verb_run(i: int) -> int | None:
-        """The last verb of the verb run starting at i (`能 修改` → 修改), skipping adverbs first."""
-        while i < n and tagged[i][1].startswith("d") and tagged[i][0] not in ZH_NEGATORS:
-            i += 1
-        if i >= n or not tagged[i][1].startswith("v"):
-            return None
-        while i + 1 < n and tagged[i + 1][1].startswith("v"):
-            i += 1
-        return i
-
-    def verb_key(i: int) -> str:
-        # a negated verb is another place: `包含窗户但不包含阳台` puts 阳台 under `不包含`
-        negated = i > 0 and tagged[i - 1][0] in ZH_NEGATORS
-        return ("不" if negated else "") + tagged[i][0]
-
-    for i, (word, _flag) in enumerate(tagged):
-        for negator in ZH_NEGATORS:
-            # a word the tagger reads as a pronoun, a noun, a time or a conjunction only begins with a
-            # negator's character (`别人`, `无线`, `未来`, `否则`, `无论`): it negates nothing
-            if word.startswith(negator) and (word == negator or not _flag.startswith(_ZH_NOT_NEGATED)):
-                rest = word[len(negator):]
-                j = i + 1
-                if not rest:  # the negator stands alone: it scopes over the next content word of its clause
-                    while j < n and tagged[j][0] in ZH_STOP and tagged[j][0] not in _ZH_CLAUSE_ENDS:
-                        j += 1
-                    if j < n and (tagged[j][0] in _ZH_CLAUSE_ENDS or tagged[j][1] == "x"):
-                        j = i + 1  # `不在的时候`: `在`, not what follows the clause
-                    ended = j >= n or tagged[j][0] in _ZH_CLAUSE_ENDS or tagged[j][1] == "x"
-                    rest, j = ("", j) if ended else (tagged[j][0], j + 1)
-                if rest and i > 0 and tagged[i - 1][0].endswith(rest[0]):
-                    break  # `会不会`, `能不能`: a yes/no question, not a negation
-                if rest in _ZH_MODALS and j < n and tagged[j][1].startswith("v"):
-                    rest, j = tagged[j][0], j + 1  # `不能连接` negates the connecting, as `别连接` does
-                if rest:
-                    # what the negated verb takes, also when the tagger calls it a fixed expression or
-                    # an abbreviation (`不包括逆变器`: `l`)
-                    after = noun(j) if j < n else None
-                    if after is None and j < n and tagged[j][1].startswith(("l", "j", "i")) \
-                            and tagged[j][0] not in ZH_STOP:
-                        after = tagged[j][0]
-                    neg.add(rest + (f"+{after}" if after else ""))
-                break
-        w = noun(i)
-        if w is None:
-            continue
-        if i + 1 < n and tagged[i + 1][0] == "被":  # `X被Y V`: Y does V to X
-            j = i + 2
-            while j < n and noun(j) is not None:
-                j += 1
-            v = verb_run(j) if j < n else None
-            if v is not None:
-                args[w].add(f"obj:{verb_key(v)}")
-                for k in range(i + 2, j):
-                    if (doer := noun(k)) is not None:
-                        args[doer].add(f"subj:{verb_key(v)}")
-            continue
-        v = verb_run(i + 1) if i + 1 < n else None
-        if v is not None:
-            args[w].add(f"subj:{verb_key(v)}")
-        if i > 0 and tagged[i - 1][1].startswith("v"):
-            args[w].add(f"obj:{verb_key(i - 1)}")
-    units = _zh_units(tagged)
-    said = frozenset(word for word, _ in tagged)
-    # what is said, also across a particle (`扣了钱` says `扣钱`)
-    for text in ("".join(word for word, _ in tagged), "".join(u[0] for u in units)):
-        said |= frozenset(text[i:j] for i in range(len(text)) for j in range(i + 1, min(len(text), i + 4) + 1))
-    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said, units
-
-
-_ZH_FUNCTION_TAGS = ("d", "c", "p", "u", "y", "x", "e", "o")
-_ZH_NOT_NEGATED = ("r", "n", "t", "c", "f", "s", "m", "q")
-# where a clause ends (`我不在的时候邻居…`: the negation stays in its clause)
-_ZH_CLAUSE_ENDS = frozenset("的 时候 的时候 时 后 以后 之后 前 以前 之前 但 但是 而 就".split())  # noqa: SIM905
-# modal verbs a negator may stand before: what is negated is the verb after them
-_ZH_MODALS = frozenset("能 能够 会 可以 可 要 想 用 需要 必 必要 应该 该 敢 肯 愿意".split())  # noqa: SIM905
-
-
-def _zh_units(tagged: Sequence[tuple[str, str]]) -> tuple[Unit, ...]:
-    """The question's characters in order, punctuation and the particles `了`, `吗`, `呢` left out (`的`
-    stays: `作业截止以后` / `截止以后的作业` is the same thing, not an exchange):
-    characters, not words, so the same stretch is the same whatever the segmenter made of it in
-    each sentence.
-
-    Persons are content (`我可以替我妈妈…` / `我妈妈可以替我…` exchanges the parties). A verb's phase
-    complement or aspect (`做完`, `看过`) is left out: `先做完A才能B` / `先看完B才能做A` exchange A and B
-    whichever of them says it is finished. A word the segmenter glued from a one-character adverb and a
-    verb (`先订`, `再订`: both adverb and verb on their own in its dictionary) is two words."""
-    out: list[Unit] = []
-    prev_verb = False
-    for word, flag in tagged:
-        if flag.startswith(("ul", "y", "x")) or not word.strip():
-            continue
-        content = (not flag.startswith(_ZH_FUNCTION_TAGS) and word not in ZH_STOP) or word in _ZH_PERSONS
-        starts = {0}
-        if prev_verb and word[0] in _ZH_PHASE:
-            word, starts = word[1:], {0}
-        elif len(word) > 1 and flag.startswith("v") and structure.zh_dictionary_tag(word[0]) == "d" \
-                and (structure.zh_dictionary_tag(word[1:]) or "").startswith("v"):
-            starts = {0, 1}
-        out.extend((ch, content, n in starts) for n, ch in enumerate(word))
-        prev_verb = flag.startswith("v")
-    return tuple(out)
-
-
-# a verb's phase complement or aspect right after it
-_ZH_PHASE = frozenset("完过着掉")
