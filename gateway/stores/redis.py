@@ -31,12 +31,12 @@ from typing import Any, TypeVar
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError, RedisError, ResponseError
 
 from gateway.stores.base import KVStore, StoreBusy, StoreCommandError, StoreUnavailable
 from gateway.stores.looplag import LoopLag
 from gateway.stores.redis_args import DELETE_IF_EQUALS, connection_options, glob_escape, hincr_commands, ms, set_args
+from gateway.stores.redis_batch import TurnBatching
 from gateway.stores.resp import PipelinedRedis
 
 __all__ = ["RedisStore", "connection_options", "glob_escape"]
@@ -44,13 +44,13 @@ __all__ = ["RedisStore", "connection_options", "glob_escape"]
 T = TypeVar("T")
 
 
-class RedisStore(KVStore):
+class RedisStore(TurnBatching, KVStore):
     name = "redis"
     # Whether the multi-command writes (INCRBY+PEXPIRE, HINCRBY…+PEXPIRE, LPUSH+LTRIM) go in one
     # MULTI/EXEC. Each touches one key; the cluster store turns it off (see cluster.py).
     atomic = True
-    # Whether GET and SET issued in one turn of the event loop share a pipeline (`_batched`); the
-    # cluster store sends each on its own (its pipelines split per node).
+    # Whether GET and SET issued in one turn of the event loop share a pipeline (`_batched`,
+    # redis_batch.py); the cluster store sends each on its own (its pipelines split per node).
     coalesce = True
 
     def __init__(self, url: str, timeout: float = 0.1, max_connections: int = 256,
@@ -110,50 +110,6 @@ class RedisStore(KVStore):
             except (RedisError, OSError) as exc:
                 raise StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")
-
-    # ---- coalescing ---------------------------------------------------------------------------
-    async def _batched(self, *args: Any) -> Any:
-        """One single-key command, sent in one pipeline with the others issued in the same turn of the
-        event loop. Requests that arrive together (one read of many sockets) reach their GET in the
-        same pass over the ready tasks; one send, one reply read and one pool checkout for all of
-        them, instead of one each, is most of a hit's store CPU under load. The first command of a
-        turn leads: it yields once, so the rest of the pass can join, then sends the batch."""
-        if not self.coalesce:
-            return await self._r.execute_command(*args)
-        if self._batch is not None:
-            mine: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._batch.append((args, mine))
-            return await mine
-        batch: list[tuple[tuple[Any, ...], asyncio.Future[Any] | None]] = [(args, None)]
-        self._batch = batch
-        try:
-            try:
-                await asyncio.sleep(0)
-            finally:
-                self._batch = None
-            if len(batch) == 1:
-                return await self._r.execute_command(*args)
-            pipe = self._r.pipeline(transaction=False)
-            for command, _ in batch:
-                pipe.execute_command(*command)
-            replies = await pipe.execute(raise_on_error=False)
-        except BaseException as exc:
-            # The others waited on this send: they fail like a failed call of their own (a miss),
-            # never with this leader's cancellation.
-            failure = exc if isinstance(exc, Exception) else RedisConnectionError("the batch's send was cancelled")
-            for _, waiter in batch[1:]:
-                if waiter is not None and not waiter.done():
-                    waiter.set_exception(failure)
-            raise
-        for (_, waiter), reply in zip(batch[1:], replies[1:], strict=True):
-            if waiter is not None and not waiter.done():  # done: its caller's deadline passed
-                if isinstance(reply, Exception):
-                    waiter.set_exception(reply)
-                else:
-                    waiter.set_result(reply)
-        if isinstance(replies[0], Exception):
-            raise replies[0]
-        return replies[0]
 
     async def _send(self, *commands: Sequence[Any]) -> list[Any]:
         """`commands` on the pipelined connection, in order; the first error reply raised."""
