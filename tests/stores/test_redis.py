@@ -34,29 +34,41 @@ async def _all_fail_fast(store: RedisStore, bound: float) -> None:
         assert time.perf_counter() - t0 < bound
 
 
+def _recorded_writes(store: RedisStore) -> list[bytes]:
+    """Every write on the store's pipelined connection from now on, as sent (its transport's `write`
+    wrapped): a list that fills as the store writes."""
+    conn = store._lean._conn  # type: ignore[union-attr]
+    assert conn is not None and conn.transport is not None
+    writes: list[bytes] = []
+    write = conn.transport.write
+
+    def recording(data: bytes) -> None:
+        writes.append(data)
+        write(data)
+
+    conn.transport.write = recording  # type: ignore[method-assign]
+    return writes
+
+
+def _commands(writes: list[bytes]) -> list[int]:
+    """The number of commands in each write."""
+    return [data.count(b"\r\n*") + data.startswith(b"*") for data in writes]
+
+
 async def test_commands_of_one_turn_share_one_write(own_redis) -> None:  # type: ignore[no-untyped-def]
     store = RedisStore(own_redis.url, timeout=0.5)
     try:
         await store.set("a", b"1")
-        conn = store._lean._conn  # type: ignore[union-attr]
-        assert conn is not None and conn.transport is not None
-        writes: list[int] = []
-        write = conn.transport.write
-
-        def counting(data: bytes) -> None:
-            writes.append(data.count(b"\r\n*") + data.startswith(b"*"))  # commands in this write
-            write(data)
-
-        conn.transport.write = counting  # type: ignore[method-assign]
+        writes = _recorded_writes(store)
         got = await asyncio.gather(store.get("a"), store.get("b"), store.set("c", b"3", ttl=5, nx=True),
                                    store.set("a", b"x", nx=True), store.get("c"))
         assert got == [b"1", None, True, False, b"3"]  # each caller its own reply, in issue order
-        assert writes == [5]
+        assert _commands(writes) == [5]
         # A caller that gave up (its deadline, its client gone) leaves the others' replies intact.
         leader, quitter = asyncio.create_task(store.get("a")), asyncio.create_task(store.get("c"))
         await asyncio.sleep(0)
         quitter.cancel()
-        assert await leader == b"1" and writes == [5, 2]
+        assert await leader == b"1" and _commands(writes) == [5, 2]
         assert quitter.cancelled()
         assert await store.get("c") == b"3"
         assert await store.get_many(["a", "c", "none"]) == [b"1", b"3", None]
@@ -184,16 +196,7 @@ async def test_usage_writes_are_transactions_on_the_pipelined_connection(own_red
     store = RedisStore(own_redis.url, timeout=0.5)
     try:
         await store.set("plain", b"v")
-        conn = store._lean._conn  # type: ignore[union-attr]
-        assert conn is not None and conn.transport is not None
-        writes: list[bytes] = []
-        write = conn.transport.write
-
-        def recording(data: bytes) -> None:
-            writes.append(data)
-            write(data)
-
-        conn.transport.write = recording  # type: ignore[method-assign]
+        writes = _recorded_writes(store)
         await asyncio.gather(store.hincr("h1", {"n": 2, "cost": 0.1}, ttl=60), store.hincr("h2", {"n": 1}),
                              store.log_append("log", [b"r1", b"r2", b"r3"], maxlen=2))
         assert len(writes) == 1 and writes[0].count(b"MULTI") == 3 and writes[0].count(b"EXEC") == 3
