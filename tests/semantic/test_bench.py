@@ -112,6 +112,8 @@ def test_precision_targets_hold_before_any_evidence(split: str) -> None:
     ("heldout8.jsonl", "4c5f501f5e415842b364bf8fbc27ebdc5e8f7c6e1f9c0a2a42ec7388a5647831"),
     ("source_j.txt", "a6660458b88223ea3dfe34bc6a449f61f5cc5a24626d8f6ee839e438e099bf6b"),
     ("heldout9.jsonl", "fa8de956b3e2aa69581988620736edac499b55d6041175b08ff1c6391aa29587"),
+    ("source_k.txt", "af52071e6b939fa88f588dc695007752f5fd2a3097bd77bc0eb2fe258f8b1793"),
+    ("heldout10.jsonl", "e44a6969458008b38c64f184f4e054d65a8e661b786e0fc171fd16e839a7e60f"),
 ])
 def test_own_heldout_splits_are_frozen(name: str, digest: str) -> None:
     """The held-out splits were written before the method they measure was tuned and must not change."""
