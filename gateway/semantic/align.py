@@ -73,7 +73,12 @@ def same_word(a: Token, b: Token) -> bool:
         if len(short) == 3:  # only a swap of two letters: VNP/VPN, not SMS/SMB
             return len(x) == len(y) and sorted(x) == sorted(y) and sum(p != q for p, q in zip(x, y, strict=True)) == 2
         limit = 2 if len(short) >= 8 else 1
-        return damerau1(x, y) <= limit
+        edits = damerau1(x, y)
+        if edits == 2 and lemmas(x) and lemmas(y):
+            # two edits apart and both in LemmInflect's lexicon (`medicare`/`medicaid`, beyond the word
+            # list): two words, not one misspelt (one edit stays a slip: `loosing`/`losing`)
+            return False
+        return edits <= limit
     return False
 
 

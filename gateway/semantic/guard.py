@@ -11,6 +11,8 @@ is compared with the new question word by word (`gateway.semantic.align`) and re
 - one is negated and the other is not (`not`, `without`, `不`, `没有` …; yes/no forms such as
   `会不会` are not negations);
 - one says a word and the other its opposite (`on`/`off`, `import`/`export`, `开启`/`关闭` …);
+- one asks what is allowed and the other what is required (`can I stay in the car` / `do I have to
+  stay in the car`: English modals of permission against those of obligation);
 - a tenant's mutually exclusive terms differ (plans, products, regions: policy `exclusive_terms`);
 - two terms swapped places in the same sentence frame (`from monthly to annual` / `from annual to monthly`);
 - the question is a near-copy of the cached one with some content word changed: the token sequences
@@ -120,6 +122,8 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         return "quoted", None
     if _opposites(a, b):
         return "antonym", None
+    if _modality_differs(a, b):
+        return "modality", None
     if exclusive_terms and _exclusive(a, b, exclusive_terms):
         return "exclusive_terms", None
     al = align(a, b)
@@ -218,6 +222,25 @@ def _opposites(a: Analysis, b: Analysis) -> bool:
             if (other in wa) != (other in wb) and (other in wa) != (word in wa):
                 return True
     return False
+
+
+# English modals (closed classes of the grammar): what one may do against what one must do. A question
+# with neither (`how do I …`) is compared with both, so only a pair that names one class on one side and
+# only the other class on the other differs.
+_PERMISSION = frozenset({"can", "could", "may", "might"})
+_OBLIGATION = frozenset({"must", "should", "ought", "have to", "has to", "need to", "needs to", "got to"})
+
+
+def _modality(a: Analysis) -> tuple[bool, bool]:
+    words = _word_set(a.text)
+    return bool(words & _PERMISSION), bool(words & _OBLIGATION)
+
+
+def _modality_differs(a: Analysis, b: Analysis) -> bool:
+    if a.lang != "en" or b.lang != "en":
+        return False
+    (pa, oa), (pb, ob) = _modality(a), _modality(b)
+    return (pa and not oa and ob and not pb) or (oa and not pa and pb and not ob)
 
 
 # the particles that turn a verb into its opposite (`off` of `turn off`, `out` of `log out`)

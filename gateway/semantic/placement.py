@@ -19,7 +19,9 @@ event order `先冷冻再发货` / `先发货再冷冻`, `cash instead of card` 
 sequence of words with two stretches of it *exchanged* around a nonempty middle (`P X M Y S` /
 `P Y M X S`). A middle that coordinates (`和`, `还是`, `and`, `or`, `with`: `A和B有什么区别` /
 `B和A…`) makes the exchange symmetric, and an empty one is a clause moved (`If it rains, can we…` /
-`Can we… if it rains?`): neither is a contradiction.
+`Can we… if it rains?`): neither is a contradiction. An English middle that holds a verb besides its
+coordinator, between two stretches with none, does not coordinate them: they modify different verbs
+(`order online and pay in store` / `order in store and pay online`).
 
 A contradiction is two words that trade places (w1 the doer of V and w2 of W on one side, the
 other way round on the other), or each side negating a word the other says without negating it.
@@ -61,7 +63,7 @@ def moved(cached: str, query: str, lang: str) -> bool:
     if a is None or b is None:
         return False
     return (_negation_moved(a, b) or _exchanged(a[1], b[1]) or _doer_replaced(a[1], b[1])
-            or _owner_moved(a[1], b[1]) or _stretches_exchanged(a[3], b[3], lang))
+            or _owner_moved(a[1], b[1]) or _stretches_exchanged(a[3], b[3], lang, _verbs(cached, lang)))
 
 
 # A middle with one of these between two exchanged stretches coordinates them: the order is free
@@ -70,7 +72,8 @@ def moved(cached: str, query: str, lang: str) -> bool:
 _EN_SYMMETRIC = frozenset("and or nor with between versus vs but yet".split())  # noqa: SIM905
 
 
-def _stretches_exchanged(a: Sequence[Unit], b: Sequence[Unit], lang: str) -> bool:
+def _stretches_exchanged(a: Sequence[Unit], b: Sequence[Unit], lang: str,
+                         verbs: frozenset[str] = frozenset()) -> bool:
     """`P X M Y S` on one side, `P Y M X S` on the other, with X and Y different, each holding a
     content unit, every stretch whole words on one side at least (a Chinese stretch cut inside a word on
     both, `还|是`, is no stretch), and M nonempty and not coordinating (see the module docstring)."""
@@ -82,6 +85,9 @@ def _stretches_exchanged(a: Sequence[Unit], b: Sequence[Unit], lang: str) -> boo
         return False
     pre = next((i for i in range(n) if ua[i] != ub[i]), n)
     suf = next((i for i in range(n) if ua[n - 1 - i] != ub[n - 1 - i]), n)
+    # One reading of the pair as two coordinated stretches exchanged (`a checking account and a savings
+    # account` / `a savings account and a checking account`) explains it, whatever other cuts find.
+    found = False
     for i in range(pre + 1):  # X starts at i, inside or at the end of the common beginning
         for end in range(max(i + 3, n - suf), n + 1):  # Y ends at `end`
             # X: A's window begins with what B's ends with; Y: A's ends with what B's begins with
@@ -90,27 +96,49 @@ def _stretches_exchanged(a: Sequence[Unit], b: Sequence[Unit], lang: str) -> boo
             for lx in xs:
                 for ly in ys:
                     j, k = i + lx, end - ly
-                    if j < k and ua[i:j] != ua[k:end] and ua[j:k] == ub[i + ly:end - lx] \
-                            and _exchange_counts(a, b, i, j, k, end, lang):
-                        return True
-    return False
+                    if j < k and ua[i:j] != ua[k:end] and ua[j:k] == ub[i + ly:end - lx]:
+                        cut = _exchange(a, b, i, j, k, end, lang, verbs)
+                        if cut == "coordinated":
+                            return False
+                        found = found or cut == "exchanged"
+    return found
 
 
-def _exchange_counts(a: Sequence[Unit], b: Sequence[Unit], i: int, j: int, k: int, end: int, lang: str) -> bool:
-    """X = a[i:j], M = a[j:k], Y = a[k:end], exchanged in b, count: X and Y each hold a content unit,
-    each stretch is whole words on one side at least (one sentence's segmentation may err where the
-    other's does not), and M coordinates nothing."""
+def _exchange(a: Sequence[Unit], b: Sequence[Unit], i: int, j: int, k: int, end: int, lang: str,
+              verbs: frozenset[str]) -> str:
+    """X = a[i:j], M = a[j:k], Y = a[k:end], exchanged in b: "" when the cut does not count (X or Y
+    without a content unit, or a stretch cut inside words on both sides, where one sentence's
+    segmentation may err and the other's not), "coordinated" when M coordinates X and Y, else
+    "exchanged". A coordinator does not coordinate X and Y when the middle also holds a verb and
+    neither stretch does (`order online and pay in store` / `order in store and pay online`: the two
+    stretches modify different verbs); two clauses exchanged around it are coordinated (`does the
+    cleaner bring the vacuum or do I provide it`, either way round)."""
     n, ly, lm = len(a), end - k, k - j
 
     def whole(units: Sequence[Unit], start: int, stop: int) -> bool:
         return units[start][2] and (stop == n or units[stop][2])
 
     if not (any(u[1] for u in a[i:j]) and any(u[1] for u in a[k:end])):
-        return False
+        return ""
     if not ((whole(a, i, j) or whole(b, i + ly + lm, end)) and (whole(a, j, k) or whole(b, i + ly, i + ly + lm))
             and (whole(a, k, end) or whole(b, i, i + ly))):
-        return False
-    return not (_coordinates(a[j:k], lang) or _coordinates(b[i + ly:i + ly + lm], lang))
+        return ""
+    if not (_coordinates(a[j:k], lang) or _coordinates(b[i + ly:i + ly + lm], lang)):
+        return "exchanged"
+    if any(u[0] in verbs for u in a[j:k]) and not any(u[0] in verbs for u in (*a[i:j], *a[k:end])):
+        return "exchanged"
+    return "coordinated"
+
+
+def _verbs(text: str, lang: str) -> frozenset[str]:
+    """The units of an English question that its parse reads as verbs (empty for Chinese, whose units
+    are characters)."""
+    if lang != "en":
+        return frozenset()
+    doc = structure.parsed(text)
+    if doc is None:
+        return frozenset()
+    return frozenset(_EN_PERSONS.get(t.lower_) or stem(t.lower_) for t in doc if t.pos_ == "VERB")
 
 
 def _coordinates(middle: Sequence[Unit], lang: str) -> bool:

@@ -129,3 +129,18 @@ def test_general_resources_widen_the_same_content_lane() -> None:
     # "non-" is a negation, so a refundable and a non-refundable fare never share an answer
     assert guard.decide("What is the fee for a non-refundable fare?", "What is the fee for a refundable fare?",
                         0.99, 0.6).reason == "negation"
+
+
+def test_permission_against_obligation_is_another_question() -> None:
+    """`can I …` asks what is allowed, `do I have to …` what is required: the same words, other answers."""
+    from gateway.semantic.guard import check
+    from gateway.semantic.lexical import analyze
+
+    reason, _ = check(analyze("Can I wait in the lobby during my appointment?"),
+                      analyze("Do I have to wait in the lobby during my appointment?"))
+    assert reason == "modality"
+    reason, _ = check(analyze("Should I bring my own towel?"), analyze("May I bring my own towel?"))
+    assert reason == "modality"
+    # the same class on both sides, or a question with no modal at all, is no difference
+    assert check(analyze("Do I need to bring my own towel?"), analyze("Do I have to bring my own towel?"))[0] is None
+    assert check(analyze("How do I wait in the lobby?"), analyze("Can I wait in the lobby?"))[0] != "modality"

@@ -58,6 +58,8 @@ def test_spelling_variants() -> None:
     assert same_word(tok("config"), tok("configuration"))  # clipped
     assert same_word(tok("VNP"), tok("VPN"))  # two letters swapped
     assert not same_word(tok("sales"), tok("scales"))  # two real words
+    assert same_word(tok("apointmnet"), tok("appointment"))  # two slips in a long word
+    assert not same_word(tok("dialysis"), tok("analysis"))  # two edits between two words the lexicon knows
     assert not same_word(tok("SMS"), tok("SMB"))
     assert damerau1("abcd", "abdc") == 1
     assert homophones("帐", "账") and not homophones("年", "病")

@@ -48,11 +48,13 @@ def test_third_person_pronouns_are_left_out() -> None:
     ("Can I pay with points instead of cash?", "Can I pay with cash instead of points?", "en"),
     ("Is the tenant charged when the landlord cancels the viewing?",
      "Is the landlord charged when the tenant cancels the viewing?", "en"),
+    # a coordinator in the middle, but the exchanged stretches modify the verbs on either side of it
+    ("Can I book online and pay at the desk?", "Can I book at the desk and pay online?", "en"),
 ])
 def test_exchanged_stretches_are_another_question(cached: str, query: str, lang: str) -> None:
     a, b = placement.places(cached, lang), placement.places(query, lang)
     assert a is not None and b is not None
-    assert placement._stretches_exchanged(a[3], b[3], lang)
+    assert placement._stretches_exchanged(a[3], b[3], lang, placement._verbs(cached, lang))
     assert placement.moved(cached, query, lang)
 
 
@@ -63,6 +65,8 @@ def test_exchanged_stretches_are_another_question(cached: str, query: str, lang:
     ("订单发货以后还能取消吗？", "还能取消发货以后的订单吗？", "zh"),  # `的` makes it one thing
     ("What is the difference between a loan and a lease?", "What is the difference between a lease and a loan?", "en"),
     ("Does the buyer or the seller pay the fee?", "Does the seller or the buyer pay the fee?", "en"),
+    # two whole clauses exchanged around `or`, a shared object left between them
+    ("Do you mail the form or do I pick it up?", "Do I pick up the form or do you mail it?", "en"),
     ("If the app crashes, is my progress saved?", "Is my progress saved if the app crashes?", "en"),
     ("The parcel arrived late but the tracking said delivered.",
      "The tracking said delivered but the parcel arrived late.", "en"),
