@@ -154,7 +154,8 @@ class CacheAware(Policy):
         self._bytes = 0.0  # calibration sample: bytes sent ...
         self._tokens = 0.0  # ... and the prompt tokens the replicas counted for them
         # Requests in flight on each replica: ticket -> [chunk keys, predicted uncached bytes not yet
-        # prefilled], so a request can tell its own prefix group's load there from everyone else's.
+        # prefilled, the byte offset where those start], so a request can tell its own prefix group's load
+        # there from everyone else's, and the part of it that is the prefix it would reuse.
         self._inflight: dict[str, dict[int, list[Any]]] = {}
         self._tickets = itertools.count(1)
         # Session requests and new sessions seen (halved now and then: recent traffic counts most): their
@@ -178,20 +179,21 @@ class CacheAware(Policy):
         if self._new_sessions >= 2_000:
             self._session_requests, self._new_sessions = self._session_requests / 2, self._new_sessions / 2
 
-    def group(self, replica: str, keys: list[bytes], matched: int) -> tuple[int, int]:
-        """(requests in flight, their bytes still to prefill) on `replica` that share the first `matched`
-        chunks of `keys` — the prefix this request would reuse there. While the group has a single request in
-        flight there, its shared prefix does not count: that request still prefilling it holds this one up by
-        at most what prefilling it again on another replica would take, and going there would copy the prefix
-        and split the group. From the second on it counts again: a burst of new sessions sharing one agent
-        prompt then spreads by its prefill work before the router has learned that sessions come back
-        (`expected_turns`)."""
-        key, n, pending, shared_left = keys[matched - 1], 0, 0, 0
+    def group(self, replica: str, keys: list[bytes], matched: int) -> tuple[int, int, int]:
+        """The requests in flight on `replica` that share the first `matched` chunks of `keys` (the prefix this
+        request would reuse there): (how many, the bytes they still have to prefill, those bytes less the part
+        that is this shared prefix itself). A member still prefilling the prefix computes what this request
+        will reuse: it holds this one up by at most what prefilling the prefix again on another replica would
+        take, and going there would copy the prefix. What the members prefill beyond it (their own questions,
+        a session's new tool result, another new session's task) is queued work like any other's."""
+        key, n, pending, overlap = keys[matched - 1], 0, 0, 0
         shared = matched * self.params.chunk_bytes
-        for other, left in self._inflight.get(replica, {}).values():
+        for other, left, start in self._inflight.get(replica, {}).values():
             if len(other) >= matched and other[matched - 1] == key:
-                n, pending, shared_left = n + 1, pending + left, shared_left + min(left, shared)
-        return n, pending - shared_left if n == 1 else pending
+                n, pending = n + 1, pending + left
+                if left:  # its uncached bytes run from `start` on: the part of them before `shared` is ours too
+                    overlap += max(0, min(left, shared - start))
+        return n, pending, pending - overlap
 
     def overloaded(self, candidates: list[Replica]) -> set[str]:
         p = self.params
@@ -211,12 +213,19 @@ class CacheAware(Policy):
         shares = {r.name: matched.get(r.name, 0) / total if total else 0.0 for r in candidates}
         if req.event_share:
             shares.update(req.event_share)
-        # A prefix group is kept whole on its replica until its own load there demands a second one: the
-        # work of other groups queued there counts for nothing against it (new groups go where the least work
-        # is queued, so theirs spreads by itself), neither in the prefill queue below nor, for a request
-        # that is no session's next turn, in the load guard: an overloaded replica holding the prefix is
-        # still a choice unless the group alone has `balance_abs` requests in flight there.
-        own: dict[str, tuple[int, int]] = {}
+        # A prefix group is kept whole on its replica until its own load there demands a second one. Other
+        # groups' requests there are no reason to split it (new groups go where the load and the queued
+        # prefill are least, so theirs spreads by itself): for a request that is no session's next turn the
+        # load guard skips such a replica unless the group alone has `balance_abs` requests in flight there;
+        # and while the group has one request in flight there, or no more than an average replica's whole
+        # load, only the group's own requests count in the load this request joins, and only what they prefill
+        # beyond the shared prefix in the queue (their prefill of the prefix is what this request will reuse).
+        # Once the group alone keeps the replica busier than an average one, no placement of other work can
+        # bring it back: then the replica's whole load and all its members' prefill count, and the group
+        # grows — onto the replica that already holds its blocks, which the prediction (or the events) give
+        # the lowest uncached share. So a group of one-shots sharing a long prompt (a few in flight at a time)
+        # stays whole, and a burst of new sessions sharing an agent prompt (all in flight at once) spreads.
+        own: dict[str, tuple[int, int, int]] = {}
         if p.group_pending and total:
             for r in candidates:
                 m = matched.get(r.name, 0)
@@ -228,18 +237,25 @@ class CacheAware(Policy):
         low = min(r.load for r in allowed)
         mean = sum(r.load for r in allowed) / len(allowed)
         kv_low = min(r.kv_usage for r in allowed)
-        pending = {r.name: min(r.pending_bytes, own[r.name][1]) if r.name in own else r.pending_bytes
-                   for r in candidates}
+        # The group does not demand a second replica (one request never does).
+        whole = {name for name, (n, _, _) in own.items() if n <= max(1.0, mean)}
+        pending = {r.name: r.pending_bytes if r.name not in own
+                   else min(r.pending_bytes, own[r.name][2 if r.name in whole else 1]) for r in candidates}
         pend_low = min(pending[r.name] for r in allowed)
         size = max(req.size, 1)
         tie = req.session or ""
         # A new session stays where it is placed for all its turns: the load it joins there weighs that many
-        # times (a one-shot, or a group of them, weighs 1: it stays whole on its replica by its prefix).
-        w_load = p.w_load * (self.turns() if bound is None else 1.0)
+        # times — this request once (on a replica keeping its group whole, the group's own requests only, as
+        # above), its later turns (`turns` − 1) with everything bound there. A one-shot, or a group of them,
+        # weighs 1: it stays whole on its replica by its prefix.
+        turns = self.turns() if bound is None else 1.0
+        first = {r.name: own[r.name][0] if bound is None and r.name in whole else r.load for r in allowed}
+        first_low = min(first.values())
 
         def cost(r: Replica) -> tuple[float, float, float, float, int]:
             uncached = 1.0 - shares[r.name] if total or req.event_share else 0.0
-            busier = (p.w_pending * (pending[r.name] - pend_low) / size + w_load * (r.load - low) / (mean + 1.0)
+            joined = (first[r.name] - first_low) + (turns - 1.0) * (r.load - low)
+            busier = (p.w_pending * (pending[r.name] - pend_low) / size + p.w_load * joined / (mean + 1.0)
                       + p.w_kv * (r.kv_usage - kv_low))
             return (round(uncached + busier, 9), r.load, r.kv_usage, self.index.occupancy(r.name),
                     -rendezvous(tie, r.name))
@@ -257,7 +273,7 @@ class CacheAware(Policy):
         if keys:
             self.index.insert(replica.name, keys)
             req.ticket = next(self._tickets)
-            self._inflight.setdefault(replica.name, {})[req.ticket] = [keys, req.pending]
+            self._inflight.setdefault(replica.name, {})[req.ticket] = [keys, req.pending, req.size - req.pending]
         self._sent[replica.name] = self._sent.get(replica.name, 0) + req.size
 
     def prefilled(self, req: RouteRequest, replica: Replica) -> None:

@@ -166,6 +166,64 @@ async def test_a_group_member_still_prefilling_the_shared_prefix_does_not_split_
     assert second.replica is home and second.reason == "prefix"
 
 
+async def test_other_groups_load_on_its_replica_does_not_split_a_group_of_one_shots() -> None:
+    """The end of a run of one-shot groups: the replica holding this group's prompt still decodes six
+    requests of other groups while the others have drained. None of those is this group's, nothing is
+    queued to prefill there: the group's next question stays (elsewhere it would prefill the prompt again)."""
+    router = make_router()
+    system = long_text("group", 400)
+    first = await router.decide(router.request(chat(system, "question 0?"), "q0"))
+    home = first.replica
+    router.begin(home, first.pending)
+    router.done_prefill(home, first.pending, first.request)
+    router.end(home, ok=True, request=first.request)  # answered: the group has nothing in flight
+    home.inflight = 6  # six requests of other groups decoding there, the other replicas idle
+    nxt = await router.decide(router.request(chat(system, "question 1?"), "q1"))
+    assert nxt.replica is home and nxt.reason == "prefix"
+
+
+async def test_a_group_with_members_still_prefilling_stays_whole_on_a_busier_replica() -> None:
+    """Three questions of a group arrive while its first is still prefilling the shared prompt on a replica
+    that also decodes other groups' requests. The group's own requests there (2, then 3) are no more than an
+    average replica's load: what its members prefill of the shared prompt is what the next one reuses, and
+    the others' load is no reason to copy the prompt to a second replica."""
+    router = make_router()
+    system = long_text("group", 400)
+    others = [r for r in router.pool.replicas.values()]
+    for r in others:
+        r.inflight = 3  # other groups' requests decoding everywhere
+    first = await router.decide(router.request(chat(system, "question 0?"), "q0"))
+    home = first.replica
+    router.begin(home, first.pending)  # still prefilling the prompt
+    home.inflight += 3  # and three more requests of other groups there
+    for q in range(1, 4):
+        d = await router.decide(router.request(chat(system, f"question {q}?"), f"q{q}"))
+        assert d.replica is home and d.reason == "prefix", q
+        router.begin(home, d.pending)  # each one in flight, none done prefilling
+
+
+async def test_what_a_groups_members_prefill_beyond_the_shared_prefix_is_queued_work() -> None:
+    """Three new sessions of a tenant are prefilling long tasks of their own after the tenant's prompt on its
+    replica, the pool otherwise evenly loaded. Their tasks are work queued ahead of a new session there (only
+    their share of the prompt itself would be reused): it goes elsewhere rather than wait behind them."""
+    router = make_router()
+    system = long_text("tenant", 400)
+    warm = await router.decide(router.request(chat(system, "task 0"), "s0"))
+    home = warm.replica
+    router.begin(home, warm.pending)
+    router.done_prefill(home, warm.pending, warm.request)
+    router.end(home, ok=True, request=warm.request)  # the prompt is cached there, nothing in flight
+    rest = {r.name for r in router.pool.replicas.values()} - {home.name}
+    for s in range(1, 4):
+        d = await router.decide(router.request(chat(system, f"task {s}: " + long_text(f"t{s}", 600)), f"s{s}"),
+                                exclude=rest)
+        router.begin(home, d.pending)  # still prefilling its task
+    for r in router.pool.replicas.values():
+        r.inflight = 3  # home: those three
+    new = await router.decide(router.request(chat(system, "task 9"), "s9"))
+    assert new.replica is not home
+
+
 @pytest.mark.parametrize("expected_turns", [True, False])
 async def test_a_new_session_weighs_the_load_it_joins_by_the_turns_sessions_bring(expected_turns: bool) -> None:
     router = make_router(expected_turns=expected_turns)
