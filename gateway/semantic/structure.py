@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic.lean_import import spacy_without_cli, without
+from gateway.semantic.lean_spacy import load_english
 from gateway.semantic.lean_tables import jieba_posseg
 from gateway.semantic.lexicon import ZH_STOP
 
@@ -58,12 +58,7 @@ def _spacy() -> Any:
         with _lock:
             if _nlp is None and not _nlp_failed:
                 try:
-                    # thinc would import torch (if installed) for layers this pipeline does not have;
-                    # spaCy's command line (weasel, typer, rich, requests) is never used here
-                    with without("torch"), spacy_without_cli():
-                        import spacy
-
-                        _nlp = spacy.load(EN_MODEL, exclude=["ner", "senter"])
+                    _nlp = load_english(EN_MODEL)  # lean: gateway.semantic.lean_spacy
                 except Exception as exc:  # not installed or not loadable: English stays evidence-only
                     _nlp_failed = True
                     log.warning("semantic cache: no English parser; the reworded lane is evidence-only in English",
@@ -129,9 +124,8 @@ def zh_tagged(text: str) -> tuple[tuple[str, str], ...] | None:
 
 def zh_dictionary_tag(word: str) -> str | None:
     """The part of speech jieba's dictionary gives `word` on its own (a look-up, no tagging), or None."""
-    try:
-        import jieba.posseg as pseg
-    except ImportError:
+    pseg = jieba_posseg()  # the compact tables (importing jieba.posseg first would load jieba's own)
+    if pseg is None:
         return None
     tag = pseg.dt.word_tag_tab.get(word)
     return None if tag is None else str(tag)
