@@ -110,7 +110,7 @@ class WordTable:
         self._starts = _smallest_array(starts)
         self._freq = _smallest_array(freqs)
         del starts, freqs
-        size = 1 << max(4, (3 * len(hashes)).bit_length())  # load ≤ 1/3: short probes for misses
+        size = 1 << max(4, (2 * len(hashes)).bit_length())  # load < 1/2: short probes for misses
         self._mask = size - 1
         self._slots = array("I", bytes(4 * size))  # row + 1; 0 = empty
         self._check = array("I", ((h >> 32) & 0xFFFFFFFF for h in hashes))
