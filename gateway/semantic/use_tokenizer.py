@@ -6,7 +6,7 @@ walk to keep extending a match. Here the pieces stay in the dict and every prefi
 `compact.PrefixFilter`: the walk stops where no piece can start with what it has read, as before
 (the filter never says "no" for a real prefix; a false "yes" costs one more failed look-up and finds
 nothing, since no piece extends a string that is no prefix). ~13 MB less, the same ids
-(tests/semantic/test_use_tokenizer.py compares them with the package's tokenizer).
+(tests/semantic/test_compact.py compares them with the package's tokenizer).
 """
 
 from __future__ import annotations
