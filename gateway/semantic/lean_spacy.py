@@ -21,24 +21,14 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.semantic.compact import SortedStrings
-from gateway.semantic.lean_import import spacy_without_cli, without
 
-EXCLUDED = ["ner", "senter", "strings"]  # pipes the checks never read (entities, sentences), and the table
-
-
-def load_english(model: str) -> Any:
-    """`spacy.load(model)` without the excluded parts, its lemmatizer's index compact."""
-    # thinc would import torch (if installed) for layers this pipeline does not have;
-    # spaCy's command line (weasel, typer, rich, requests) is never used here
-    with without("torch"), spacy_without_cli():
-        import spacy
-
-        nlp = spacy.load(model, exclude=EXCLUDED)
-    compact_lemma_index(nlp)
-    return nlp
+# what `structure` loads the packaged pipeline without: the pipes the checks never read (entities,
+# sentences) and the vocabulary's string table
+EXCLUDED = ["ner", "senter", "strings"]
 
 
 def compact_lemma_index(nlp: Any) -> None:
+    """The lemmatizer's index lists as `SortedStrings` (in place; membership is all it is asked)."""
     if "lemmatizer" not in nlp.pipe_names:
         return
     lookups = nlp.get_pipe("lemmatizer").lookups

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic.lean_spacy import load_english
+from gateway.semantic.lean_import import spacy_without_cli, without
 from gateway.semantic.lean_tables import jieba_posseg
 from gateway.semantic.lexicon import ZH_STOP
 
@@ -58,7 +58,16 @@ def _spacy() -> Any:
         with _lock:
             if _nlp is None and not _nlp_failed:
                 try:
-                    _nlp = load_english(EN_MODEL)  # lean: gateway.semantic.lean_spacy
+                    # thinc would import torch (if installed) for layers this pipeline does not have;
+                    # spaCy's command line (weasel, typer, rich, requests) is never used here
+                    with without("torch"), spacy_without_cli():
+                        import spacy
+
+                        from gateway.semantic.lean_spacy import EXCLUDED, compact_lemma_index
+
+                        # no entities, no sentences, no packaged string table (see lean_spacy)
+                        _nlp = spacy.load(EN_MODEL, exclude=EXCLUDED)
+                    compact_lemma_index(_nlp)
                 except Exception as exc:  # not installed or not loadable: English stays evidence-only
                     _nlp_failed = True
                     log.warning("semantic cache: no English parser; the reworded lane is evidence-only in English",
