@@ -1,11 +1,12 @@
 """The structure checks and the second opinion, run off the event loop for the stage.
 
-The English parser and the paraphrase model are loaded by `load_all` with the rest of the layer,
+The English parser (and the paraphrase model, where a deployment opts in to the English reworded
+lane's second opinion: `reworded_bar_en` ≤ 1) is loaded by `load_all` with the rest of the layer,
 before it reports ready (≈ 2–3 s): loaded beside live lookups they would hold the GIL, and those
-would time out into misses. Chinese's tagger (jieba's dictionary, ≈ 110 MB resident) loads on the
-first Chinese pair that needs it, so a gateway whose tenants ask in English never holds it. Should a
-check find its part unloaded (that first Chinese pair, or a start that failed half-way), it loads it
-in a worker thread and answers the careful way meanwhile (a reworded pair waits for evidence).
+would time out into misses. Chinese's tagger (jieba, its tables compact: `lean_tables`) loads in the
+same load, when the guard's warm-up tags a Chinese pair. Should a check find its part unloaded (a
+start that failed half-way), it loads it in a worker thread and answers the careful way meanwhile
+(a reworded pair waits for evidence).
 """
 
 from __future__ import annotations

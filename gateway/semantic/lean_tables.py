@@ -7,13 +7,19 @@ Each library keeps far more than the guard asks of it, in Python objects of ~60 
   (`PYPINYIN_NO_PHRASES`; the results are identical for every character of that table, checked in
   tests/semantic/test_lean_tables.py).
 - LemmInflect's lexicon (70k words × a dict of tuples per part of speech, ≈30 MB) is read here once
-  and kept as word → its noun and verb lemmas (the only ones the guard uses), one tuple per word.
+  and kept as word → its noun and verb lemmas (the only ones the guard uses): the words in one sorted
+  buffer (`compact.SortedStrings`), each pointing at one of the distinct lemma tuples (`Lemmas`).
 - The WordNet table (110k lemmas × a frozenset of synset names, ≈65 MB) is kept as lemma → a row
-  of synset numbers in one array; a word's senses are made into a frozenset when asked for (the
-  callers cache their answers).
-- jieba's part-of-speech table (349k words → tag, ≈40 MB) is filled with the word objects of jieba's
-  own dictionary (`FREQ`, which holds the same words) and one object per tag, instead of a second copy
-  of every word and a tag string per line: the same dict, ≈30 MB less.
+  of synset numbers in one array, the lemmas in one sorted buffer; a word's senses are made into a
+  frozenset when asked for (the callers cache their answers).
+- jieba's prefix dict (498k words and word prefixes → frequency, ≈55 MB) and its part-of-speech table
+  (349k words → tag) are read from its dictionary file in one pass into one `compact.WordTable`
+  (words, frequencies, tags: ≈10 MB) and a `compact.PrefixFilter` for the prefixes, which only the
+  walk of `get_DAG` asks about: the same DAG, frequencies and tags (tests/semantic/test_lean_tables.py).
+
+Look-ups in these tables are Python code (a bisection, a probe of a hash table: microseconds), behind
+the callers' caches; jieba's tagging of a question took 233 → 248 µs with them (1,120 Chinese eval
+questions, best of 3).
 
 Everything loads in the layer's background load (`gateway.semantic.guard.warm_up`), off the event loop.
 """
@@ -33,6 +39,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from gateway.semantic.compact import PrefixFilter, SortedStrings, WordTable
 from gateway.semantic.lean_import import without
 
 _env_lock = threading.Lock()
@@ -77,11 +84,39 @@ def readings(ch: str) -> frozenset[str] | None:
 # ---- LemmInflect ---------------------------------------------------------------------------------
 
 _lemma_lock = threading.Lock()
-_lemma_table: dict[str, tuple[str, ...]] | None = None
+_lemma_table: Lemmas | None = None
 _lemma_missing = False
 
 
-def _lemmas_table() -> dict[str, tuple[str, ...]] | None:
+class Lemmas:
+    """Word → its noun and verb lemmas: the words in one sorted buffer (`compact.SortedStrings`),
+    each word's row pointing at one of the distinct lemma tuples."""
+
+    __slots__ = ("_rows", "_tuples", "_words")
+
+    def __init__(self, found: dict[str, tuple[str, ...]]) -> None:
+        self._words = SortedStrings(found)
+        strings: dict[str, str] = {}
+        ids: dict[tuple[str, ...], int] = {}
+        self._tuples: list[tuple[str, ...]] = []
+        self._rows = array("i")
+        for word in self._words:
+            both = found[word]
+            if both not in ids:
+                # new objects only (see `Senses`): the parse's go back to the allocator whole
+                ids[both] = len(self._tuples)
+                self._tuples.append(tuple(strings.setdefault(x, x.encode().decode()) for x in both))
+            self._rows.append(ids[both])
+
+    def get(self, word: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        row = self._words.index(word)
+        return default if row < 0 else self._tuples[self._rows[row]]
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+
+def _lemmas_table() -> Lemmas | None:
     global _lemma_table, _lemma_missing
     if _lemma_table is None and not _lemma_missing:
         with _lemma_lock:
@@ -104,25 +139,10 @@ def _lemmas_table() -> dict[str, tuple[str, ...]] | None:
                     both = tuple(dict.fromkeys(lemma for pos in ("NOUN", "VERB") for lemma in entry.get(pos, ())))
                     if both:
                         found[word] = both
-                table = _fresh(found)
+                table = Lemmas(found)
                 del lexicon, overrides, found
                 _lemma_table = table
     return _lemma_table
-
-
-def _fresh(found: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-    """A copy made of new objects only, after the parse: the parse's millions of small objects
-    then go back to the allocator in whole arenas (memory the process returns), instead of being
-    pinned by the few of them that a table would keep."""
-    strings: dict[str, str] = {}
-    rows: dict[str, tuple[str, ...]] = {}
-
-    def new(s: str) -> str:
-        return strings.setdefault(s, s.encode().decode())
-
-    for both in found.values():
-        rows.setdefault("\x00".join(both), tuple(new(lemma) for lemma in both))
-    return {new(word): rows["\x00".join(both)] for word, both in found.items()}
 
 
 def _caps_style(word: str) -> Any:
@@ -149,9 +169,10 @@ def noun_verb_lemmas(word: str) -> frozenset[str] | None:
 
 
 class Senses:
-    """Lemma → its synsets (numbers standing for the table's synset names), one array for them all."""
+    """Lemma → its synsets (numbers standing for the table's synset names): the lemmas in one sorted
+    buffer (`compact.SortedStrings`), the synsets of row i at `_synsets[_starts[i]:_starts[i + 1]]`."""
 
-    __slots__ = ("_rows", "_starts", "_synsets")
+    __slots__ = ("_lemmas", "_starts", "_synsets")
 
     def __init__(self, lines: Iterator[str]) -> None:
         codes: dict[str, int] = {}
@@ -163,26 +184,24 @@ class Senses:
                 code = codes.setdefault(pos + o, len(codes))
                 if code not in row:
                     row.append(code)
-        # new objects only from here (see `_fresh`): the parse's go back to the allocator whole
-        self._rows: dict[str, int] = {}
+        self._lemmas = SortedStrings(parsed)
         self._starts = array("i", [0])
         self._synsets = array("i")
-        for lemma, found in parsed.items():
-            self._rows[lemma.encode().decode()] = len(self._starts) - 1
-            self._synsets.extend(found)
+        for lemma in self._lemmas:  # rows in the buffer's order
+            self._synsets.extend(parsed[lemma])
             self._starts.append(len(self._synsets))
 
     def get(self, lemma: str, default: frozenset[int] = frozenset()) -> frozenset[int]:
-        row = self._rows.get(lemma)
-        if row is None:
+        row = self._lemmas.index(lemma)
+        if row < 0:
             return default
         return frozenset(self._synsets[self._starts[row]:self._starts[row + 1]])
 
     def __contains__(self, lemma: object) -> bool:
-        return lemma in self._rows
+        return lemma in self._lemmas
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._lemmas)
 
 
 def wordnet_senses() -> Senses:
@@ -197,9 +216,10 @@ _jieba: list[Any] = []  # [jieba.posseg] once loaded, [None] without jieba
 
 
 def jieba_posseg() -> Any:
-    """`jieba.posseg`, initialised, with its word → tag table sharing the dictionary's word objects
-    (None without jieba). `posseg.cut` answers exactly as with jieba's own load: the table holds the
-    same words and tags (checked on every eval question in tests/semantic/test_lean_tables.py)."""
+    """`jieba.posseg`, initialised, its tables the compact ones of `_read_dictionary` (None without
+    jieba). `posseg.cut` answers exactly as with jieba's own load (checked on every eval question in
+    tests/semantic/test_lean_tables.py). The tables are read-only: `add_word` and user dictionaries
+    are not for this tokenizer (nothing here calls them)."""
     if not _jieba:
         with _jieba_lock:
             if not _jieba:
@@ -226,23 +246,128 @@ def _load_jieba() -> Any:
         import jieba.posseg as pseg
     finally:
         del dt.get_dict_file
-    dt.check_initialized()  # FREQ: every word and word prefix (jieba's marshal cache after the first run)
-    pseg.dt.word_tag_tab = _word_tags(dt.FREQ, dt.get_dict_file())
+    freq, total, prefixes, tags = _read_dictionary(dt.get_dict_file())
+    dt.FREQ, dt.total = freq, total
+    dt.get_DAG = _dag_of(freq, prefixes)
+    dt.initialized = True  # what `initialize` would read (its prefix dict) is held above
+    pseg.dt.word_tag_tab = tags
     return pseg
 
 
-def _word_tags(freq: dict[str, int], lines: Any) -> dict[str, str]:
-    """`POSTokenizer.load_word_tag`'s table (its parse, its order), its keys the dictionary's own
-    objects. The lookup dict of those objects is large enough to live outside the small-object heap,
-    so it goes back to the system whole when it is dropped."""
-    same = {word: word for word in freq}
-    tags: dict[str, str] = {}
-    table: dict[str, str] = {}
+def _read_dictionary(lines: Any) -> tuple[_Frequencies, int, PrefixFilter, _Tags]:
+    """jieba's dictionary file in one pass: what `Tokenizer.gen_pfdict` builds and
+    `POSTokenizer.load_word_tag` reads, in compact form (`compact.WordTable`: ~10 MB for what two
+    dicts held in ~45). `gen_pfdict`'s prefix dict maps every word to its frequency and every prefix
+    of a word to 0; here a word reads its frequency (0 or absent alike, as to every caller: `calc`
+    takes `get(w) or 1`, the cut tests `not get(w)`) and every prefix goes to a `PrefixFilter`, what
+    the walk of `get_DAG` asks. The tags are the last line's, as `load_word_tag` keeps them."""
+    freq: dict[str, int] = {}
+    tag_of: dict[str, int] = {}
+    names: dict[str, int] = {}
+    prefixes = PrefixFilter()
+    add = prefixes.add
+    total = 0
     with lines:
-        for line in lines:
-            text = line.strip().decode("utf-8")
+        for raw in lines:
+            text = raw.strip().decode("utf-8")
             if not text:
                 continue
-            word, _, tag = text.split(" ")
-            table[same.get(word, word)] = tags.setdefault(tag, tag)
-    return table
+            word, freq_text, tag = text.split(" ")
+            n = int(freq_text)
+            total += n
+            freq[word] = n  # the last line's, as in gen_pfdict
+            tag_of[word] = names.setdefault(tag, len(names))
+            for k in range(1, len(word) + 1):
+                add(word[:k])
+    table = WordTable((w, freq[w], t) for w, t in tag_of.items())
+    del freq, tag_of
+    tags = list(names)
+    return _Frequencies(table), total, prefixes, _Tags(table, tags)
+
+
+class _Frequencies:
+    """`Tokenizer.FREQ` as jieba's cut reads it (`get`, `[]`, `in`) over a `WordTable`: a word's
+    frequency, None for a string that is no word or a word of frequency 0."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: WordTable) -> None:
+        self.table = table
+
+    def get(self, word: str, default: Any = None) -> Any:
+        r = self.table.row(word)
+        f = self.table.freq(r) if r >= 0 else 0
+        return f if f else default
+
+    def __getitem__(self, word: str) -> int:
+        f = self.get(word)
+        if f is None:
+            raise KeyError(word)
+        return int(f)
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self.get(word) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (w for w in self.table.words() if self.get(w))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _Tags:
+    """`POSTokenizer.word_tag_tab` (`get`, `[]`, `in`, `len`) over the same `WordTable`."""
+
+    __slots__ = ("names", "table")
+
+    def __init__(self, table: WordTable, names: list[str]) -> None:
+        self.table, self.names = table, names
+
+    def get(self, word: str, default: Any = None) -> Any:
+        r = self.table.row(word)
+        return self.names[self.table.tag(r)] if r >= 0 else default
+
+    def __getitem__(self, word: str) -> str:
+        r = self.table.row(word)
+        if r < 0:
+            raise KeyError(word)
+        return self.names[self.table.tag(r)]
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self.table.row(word) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table.words())
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def values(self) -> Iterator[str]:
+        return (self.names[self.table.tag(r)] for r in range(len(self.table)))
+
+
+def _dag_of(freq: _Frequencies, prefixes: PrefixFilter) -> Any:
+    """`Tokenizer.get_DAG` (the same DAG) over the compact tables of `_read_dictionary`."""
+    bits, mask = prefixes.parts()
+    get = freq.get
+
+    def get_dag(sentence: str) -> dict[int, list[int]]:
+        dag: dict[int, list[int]] = {}
+        n = len(sentence)
+        for k in range(n):
+            found = []
+            i = k
+            frag = sentence[k]
+            while i < n:
+                if get(frag):
+                    found.append(i)
+                else:
+                    h = hash(frag) & mask
+                    if not bits[h >> 3] >> (h & 7) & 1:
+                        break  # no word starts with it, so no longer string is a word either
+                i += 1
+                frag = sentence[k:i + 1]
+            dag[k] = found or [k]
+        return dag
+
+    return get_dag

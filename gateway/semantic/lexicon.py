@@ -15,6 +15,7 @@ from functools import lru_cache
 from importlib import resources
 
 from gateway.semantic import lean_tables
+from gateway.semantic.compact import SortedStrings
 from gateway.semantic.lean_tables import Senses
 
 # Function words (after NLTK's English list) minus negators, direction/time prepositions and
@@ -111,7 +112,8 @@ def wordnet_senses() -> Senses:
 
 
 @lru_cache(maxsize=1)
-def english_words() -> frozenset[str]:
-    """Real English words (to tell a misspelling, which may be matched by spelling, from a word)."""
+def english_words() -> SortedStrings:
+    """Real English words (to tell a misspelling, which may be matched by spelling, from a word);
+    held compact (`in` only, behind the caller's cache)."""
     text = resources.files("gateway.semantic").joinpath("data/en_words.txt").read_text(encoding="utf-8")
-    return frozenset(w for w in text.split("\n") if w and not w.startswith("#"))
+    return SortedStrings(w for w in text.split("\n") if w and not w.startswith("#"))

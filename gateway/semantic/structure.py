@@ -63,7 +63,11 @@ def _spacy() -> Any:
                     with without("torch"), spacy_without_cli():
                         import spacy
 
-                        _nlp = spacy.load(EN_MODEL, exclude=["ner", "senter"])
+                        from gateway.semantic.lean_spacy import EXCLUDED, compact_lemma_index
+
+                        # no entities, no sentences, no packaged string table (see lean_spacy)
+                        _nlp = spacy.load(EN_MODEL, exclude=EXCLUDED)
+                    compact_lemma_index(_nlp)
                 except Exception as exc:  # not installed or not loadable: English stays evidence-only
                     _nlp_failed = True
                     log.warning("semantic cache: no English parser; the reworded lane is evidence-only in English",
@@ -129,9 +133,8 @@ def zh_tagged(text: str) -> tuple[tuple[str, str], ...] | None:
 
 def zh_dictionary_tag(word: str) -> str | None:
     """The part of speech jieba's dictionary gives `word` on its own (a look-up, no tagging), or None."""
-    try:
-        import jieba.posseg as pseg
-    except ImportError:
+    pseg = jieba_posseg()  # the compact tables (importing jieba.posseg first would load jieba's own)
+    if pseg is None:
         return None
     tag = pseg.dt.word_tag_tab.get(word)
     return None if tag is None else str(tag)

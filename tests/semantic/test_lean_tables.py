@@ -116,12 +116,52 @@ def test_jieba_tags_match_jiebas_own_load_on_every_eval_question() -> None:
     assert len(pseg.dt.word_tag_tab) > 300_000 and pseg.dt.word_tag_tab["密码"] == "n"
 
 
-def test_jieba_tag_table_shares_the_dictionarys_words() -> None:
+def test_jieba_tables_are_one_compact_table() -> None:
     pytest.importorskip("jieba")
     pseg = lean_tables.jieba_posseg()
     assert pseg is lean_tables.jieba_posseg()  # loaded once
-    freq = pseg.dt.tokenizer.FREQ
-    same = {w: w for w in freq}
-    shared = sum(1 for w in pseg.dt.word_tag_tab if same.get(w) is w)
-    assert shared == len(pseg.dt.word_tag_tab)
-    assert len({id(t) for t in pseg.dt.word_tag_tab.values()}) < 100  # one object per tag
+    freq, tags = pseg.dt.tokenizer.FREQ, pseg.dt.word_tag_tab
+    assert freq.table is tags.table and len(tags) > 300_000
+    assert freq.get("密码") > 0 and freq["密码"] == freq.get("密码") and "密码" in freq
+    assert freq.get("no such word") is None and freq.get("no such word", 7) == 7 and "密" + "x" not in tags
+    assert tags["密码"] == "n" and tags.get("no such word", "x") == "x"
+    with pytest.raises(KeyError):
+        tags["no such word"]
+
+
+_JIEBA_DAGS = """
+import json, random, sys
+import jieba
+jieba.setLogLevel(30)
+jieba.dt.check_initialized()
+words = sorted(w for w, f in jieba.dt.FREQ.items() if f)
+rng = random.Random(7)
+texts = json.load(sys.stdin)
+# dictionary words run together, cut short and mixed with Latin text: walks of every length
+texts += ["".join(rng.sample(words, 4))[rng.randrange(3):] + rng.choice(["", "abc", "12"]) for _ in range(3000)]
+import jieba.posseg as pseg
+tags = pseg.dt.word_tag_tab
+sample = rng.sample(sorted(tags), 20000) + [t[i:i + 2] for t in texts[-300:] for i in range(6)]
+print(json.dumps({"texts": texts, "dags": [jieba.dt.get_DAG(t) for t in texts], "total": jieba.dt.total,
+                  "freq": {w: jieba.dt.FREQ.get(w) for w in sample}, "tags": {w: tags.get(w) for w in sample},
+                  "n_tags": len(tags)}, ensure_ascii=False))
+"""
+
+
+def test_jieba_dag_and_frequencies_match_jiebas_own_prefix_dict() -> None:
+    """`get_DAG` over the compact tables (`compact.WordTable`, prefixes in a filter) builds jieba's DAG
+    for every eval question and for 3,000 runs of dictionary words; the frequencies `calc` reads agree
+    (a prefix and an absent string read the same: 0 or None, both `or 1`), and so do the tags."""
+    pytest.importorskip("jieba")
+    texts = _eval_questions()
+    done = subprocess.run([sys.executable, "-c", _JIEBA_DAGS], input=json.dumps(texts), capture_output=True,
+                          text=True, timeout=300, check=True)
+    want = json.loads(done.stdout)
+    pseg = lean_tables.jieba_posseg()
+    dt = pseg.dt.tokenizer
+    got = [{str(k): v for k, v in dt.get_DAG(t).items()} for t in want["texts"]]
+    assert [t for t, g, w in zip(want["texts"], got, want["dags"], strict=True) if g != w] == []
+    assert dt.total == want["total"]
+    assert {w: dt.FREQ.get(w) or 0 for w in want["freq"]} == {w: f or 0 for w, f in want["freq"].items()}
+    assert {w: pseg.dt.word_tag_tab.get(w) for w in want["tags"]} == want["tags"]
+    assert len(pseg.dt.word_tag_tab) == want["n_tags"]
