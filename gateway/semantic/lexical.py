@@ -21,7 +21,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gateway.semantic import normalize
+from gateway.semantic import normalize, normalize_zh
 from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -113,12 +113,13 @@ def stem(word: str) -> str:
 
 def parse_cn_number(run: str) -> int | None:
     total, section, digit = 0, 0, None
+    last_unit, prev = 0, ""
     for ch in run:
         if ch in _CN_DIGIT:
             # digit by digit (二〇二五) or one digit before a unit (三千)
             digit = _CN_DIGIT[ch] if digit is None else digit * 10 + _CN_DIGIT[ch]
         else:
-            unit = _CN_UNIT[ch]
+            unit = last_unit = _CN_UNIT[ch]
             if unit >= 10_000:
                 section = (section + (digit or 0)) * unit
                 total += section
@@ -126,6 +127,11 @@ def parse_cn_number(run: str) -> int | None:
             else:
                 section += (1 if digit is None else digit) * unit
             digit = None
+        prev = ch
+    if digit is not None and digit < 10 and last_unit >= 100 and run[-2:-1] in _CN_UNIT and prev != "零":
+        # a last digit right after a unit of a hundred or more counts the next unit down: 两千五 is
+        # 2500 and 一百二 is 120 (with 零 between them it is the ones: 一千零五 is 1005)
+        digit *= last_unit // 10
     return total + section + (digit or 0)
 
 
@@ -198,6 +204,8 @@ def analyze(text: str) -> Analysis:
         norm = pattern.sub(repl, norm)
     norm = _BARE_NEG.sub(lambda m: m.group(1) + " not", norm)
     norm = re.sub(ZH_A_NOT_A, r"\1", norm)  # 会不会 → 会
+    if _HAN_RE.search(norm):
+        norm = normalize_zh.chinese(norm)  # colloquial and framed question words, time words (normalize_zh)
     norm = _en_numbers(_cn_numbers(normalize.chinese_quantities(norm, parse_cn_number)))
     norm = normalize.english(norm)  # informal spellings, request frames, quantities (normalize)
     lang = "zh" if _HAN_RE.search(norm) else "en"
