@@ -30,6 +30,7 @@ _HAN_RE = re.compile(f"[{HAN}]")
 _CN_DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_UNIT = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 _CN_NUM_RE = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
+_CN_APPROX = re.compile("([一二两三四五六七八])([二三四五六七八九])([十百千万亿]?)")
 # Measure words and units after which a lone Chinese numeral is a quantity, not a word part.
 _CN_MEASURE = set("个天日号月年周小时分秒次台张件份位名人元块角倍岁点线级层期篇条本页项种批笔单晚折成%")
 
@@ -143,6 +144,12 @@ def _cn_numbers(text: str) -> str:
             return run  # a lone 一 is mostly "a" (一个, 一下, 一次性, 统一); it stays a character
         if len(run) == 1 and run in "万亿":
             return run
+        approx = _CN_APPROX.fullmatch(run)
+        if approx and _CN_DIGIT[approx.group(2)] == _CN_DIGIT[approx.group(1)] + 1:
+            # two neighbouring digits are a rough count, not a two-digit number: 两三天 is 2-3 days
+            # (as `2-3天` reads), 三四百 is 300-400
+            unit = _CN_UNIT.get(approx.group(3), 1)
+            return f" {_CN_DIGIT[approx.group(1)] * unit}-{_CN_DIGIT[approx.group(2)] * unit} "
         value = parse_cn_number(run)
         return run if value is None else f" {value} "
 
