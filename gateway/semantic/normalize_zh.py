@@ -12,6 +12,7 @@ safely, and a content word on one side only still counts as a change.
   `何时` / `几时` = `什么时候` (when), `什么地方` / `哪个地方` / `哪些地方` / `何处` = `哪里` (where),
   `是什么原因` / `原因是什么` / `怎么回事` = `为什么` (why), `有(什么)办法` = `能` (can one …),
   `怎么才能` = `怎么` (how), `什么样的` = `什么`, `价格是多少` / `价钱是多少` = `多少钱` (how much).
+- A request that frames a question (`我想知道` / `想了解一下` / `请告诉我` + a question word): the frame goes.
 - A closing `怎么处理` / `如何解决` / `怎么弄` / `怎么搞` after a stated problem (a comma or `了`
   before it, nothing after it) asks `怎么办` (what to do): `发票丢了，如何处理？` = `发票丢了怎么办？`.
   With an object after it, or no problem before it (`退款怎么处理`: how refunds are handled), the
@@ -40,11 +41,16 @@ import re
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff"
 _NUMERAL = "\\d零〇一二两三四五六七八九十百千万亿"
 _ENDS = "(?=[?？。.!！~～]*$)"
+_QUESTION = "怎么|如何|怎样|什么|为什么|为何|哪|多少|多久|几|是否|能否|可否|有没有|能不能|可不可以|会不会|是不是|要不要"
 _REWRITES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in (
     # a closing "how to deal with it" after a stated problem asks what to do
     (f"(?<=[了，,；;])(?:请问)?(?:我)?(?:该|要|应该|需要)?(?:怎么|如何|怎样|咋)(?:处理|解决|弄|搞)(?:呢|啊|呀)?{_ENDS}",
      "怎么办"),
     ("为啥", "为什么"), ("啥", "什么"), ("咋", "怎么"),
+    # a request that frames a question (`我想知道怎么…`, `请告诉我如何…`): the framed question is what is
+    # asked, so the frame goes when a question word follows it (`我想了解会员权益` keeps its object)
+    (f"(?:我)?(?:想|想要|希望)?(?:知道|了解|咨询|请教|问问)(?:一下|下)?[，,:：]?(?=[^，,。？?！!]*(?:{_QUESTION}))", ""),
+    (f"(?:请|麻烦|能|可以)?(?:你)?告诉我(?:一下|下)?[，,:：]?(?=[^，,。？?！!]*(?:{_QUESTION}))", ""),
     ("什么样(?:的)?", "什么"), ("多长(?:的)?时间|多少时间", "多久"), ("(?<!如)何时|几时", "什么时候"),
     ("什么地方|哪个地方|哪些地方|(?<!如)何处", "哪里"),
     ("(?:这个?)?(?:是)?什么原因|原因是什么|(?:这个?)?(?:是)?怎么回事", "为什么"),

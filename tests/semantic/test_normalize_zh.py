@@ -31,6 +31,10 @@ def _hit(cached: str, query: str) -> bool:
     ("怎么升级会员？", "怎样才能升级会员？"),
     ("年卡多少钱？", "年卡的价格是多少？"),
     ("申请需要什么条件？", "申请需要什么样的条件？"),
+    # a request frame before a question word
+    ("怎么申请发票？", "我想知道怎么申请发票？"),
+    ("会员有哪些权益？", "想了解一下会员有哪些权益？"),
+    ("积分什么时候过期？", "请告诉我积分什么时候过期？"),
     # a closing "how to deal with it" after a stated problem
     ("快递丢了怎么办？", "快递丢了，该如何处理？"),
     ("屏幕碎了怎么办？", "屏幕碎了，怎么解决呢？"),
@@ -83,6 +87,9 @@ def test_rewritten_forms_are_the_same_question(cached: str, query: str) -> None:
     ("退货审核要多久？", "退款审核要多长时间？"),
     ("在哪里修改收货人？", "在什么地方修改手机号？"),
     ("为什么扫码一直失败？", "扫码支付失败是什么原因？"),
+    # a frame goes only before a question word: what one wants to know is still content
+    ("会员有哪些权益？", "我想了解会员权益"),
+    ("怎么申请发票？", "我想知道怎么申请退款？"),
     # a handling verb with an object, or without a problem stated, is still a verb
     ("快递丢了怎么办？", "快递丢了怎么处理运费？"),
     ("退款怎么办？", "退款怎么处理？"),
