@@ -42,6 +42,7 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff"
 _NUMERAL = "\\d零〇一二两三四五六七八九十百千万亿"
 _ENDS = "(?=[?？。.!！~～]*$)"
 _QUESTION = "怎么|如何|怎样|什么|为什么|为何|哪|多少|多久|几|是否|能否|可否|有没有|能不能|可不可以|会不会|是不是|要不要"
+_ASKS = f"(?=[^，,。？?！!]*(?:{_QUESTION}))"  # a question word later in the same clause
 _REWRITES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in (
     # a closing "how to deal with it" after a stated problem asks what to do
     (f"(?<=[了，,；;])(?:请问)?(?:我)?(?:该|要|应该|需要)?(?:怎么|如何|怎样|咋)(?:处理|解决|弄|搞)(?:呢|啊|呀)?{_ENDS}",
@@ -49,8 +50,8 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in (
     ("为啥", "为什么"), ("啥", "什么"), ("咋", "怎么"),
     # a request that frames a question (`我想知道怎么…`, `请告诉我如何…`): the framed question is what is
     # asked, so the frame goes when a question word follows it (`我想了解会员权益` keeps its object)
-    (f"(?:我)?(?:想|想要|希望)?(?:知道|了解|咨询|请教|问问)(?:一下|下)?[，,:：]?(?=[^，,。？?！!]*(?:{_QUESTION}))", ""),
-    (f"(?:请|麻烦|能|可以)?(?:你)?告诉我(?:一下|下)?[，,:：]?(?=[^，,。？?！!]*(?:{_QUESTION}))", ""),
+    (f"(?:我)?(?:想|想要|希望)?(?:知道|了解|咨询|请教|问问)(?:一下|下)?[，,:：]?{_ASKS}", ""),
+    (f"(?:请|麻烦|能|可以)?(?:你)?告诉我(?:一下|下)?[，,:：]?{_ASKS}", ""),
     ("什么样(?:的)?", "什么"), ("多长(?:的)?时间|多少时间", "多久"), ("(?<!如)何时|几时", "什么时候"),
     ("什么地方|哪个地方|哪些地方|(?<!如)何处", "哪里"),
     ("(?:这个?)?(?:是)?什么原因|原因是什么|(?:这个?)?(?:是)?怎么回事", "为什么"),
