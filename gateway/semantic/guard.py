@@ -41,7 +41,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic import normalize, placement, structure
+from gateway.semantic import normalize, normalize_zh, placement, structure
 from gateway.semantic.align import Alignment, align
 from gateway.semantic.lexical import Analysis, analyze, stem
 from gateway.semantic.lexicon import EN_ANTONYMS, EN_FRAME, EN_SCOPE, ZH_ANTONYMS, ZH_FRAME, ZH_SCOPE
@@ -114,6 +114,11 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
     if a.numbers != b.numbers and a.lang == "en" and "1" in (*a.numbers, *b.numbers):
         # `a month` on one side, `1 month` on the other: the same quantity (`normalize.ones_as_articles`)
         ta, tb = normalize.ones_as_articles(a.text, b.text, stem)
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
+    if a.numbers != b.numbers and a.lang == "zh" and "1" in (*a.numbers, *b.numbers):
+        # `一年` on one side, `1年` on the other: the same quantity (`normalize_zh.ones_as_digits`)
+        ta, tb = normalize_zh.ones_as_digits(a.text, b.text)
         if (ta, tb) != (a.text, b.text):
             a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers:

@@ -21,7 +21,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gateway.semantic import normalize
+from gateway.semantic import normalize, normalize_zh
 from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -30,6 +30,7 @@ _HAN_RE = re.compile(f"[{HAN}]")
 _CN_DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_UNIT = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 _CN_NUM_RE = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
+_CN_APPROX = re.compile("([一二两三四五六七八])([二三四五六七八九])([十百千万亿]?)")
 # Measure words and units after which a lone Chinese numeral is a quantity, not a word part.
 _CN_MEASURE = set("个天日号月年周小时分秒次台张件份位名人元块角倍岁点线级层期篇条本页项种批笔单晚折成%")
 
@@ -113,12 +114,13 @@ def stem(word: str) -> str:
 
 def parse_cn_number(run: str) -> int | None:
     total, section, digit = 0, 0, None
+    last_unit, prev = 0, ""
     for ch in run:
         if ch in _CN_DIGIT:
             # digit by digit (二〇二五) or one digit before a unit (三千)
             digit = _CN_DIGIT[ch] if digit is None else digit * 10 + _CN_DIGIT[ch]
         else:
-            unit = _CN_UNIT[ch]
+            unit = last_unit = _CN_UNIT[ch]
             if unit >= 10_000:
                 section = (section + (digit or 0)) * unit
                 total += section
@@ -126,6 +128,11 @@ def parse_cn_number(run: str) -> int | None:
             else:
                 section += (1 if digit is None else digit) * unit
             digit = None
+        prev = ch
+    if digit is not None and digit < 10 and last_unit >= 100 and run[-2:-1] in _CN_UNIT and prev != "零":
+        # a last digit right after a unit of a hundred or more counts the next unit down: 两千五 is
+        # 2500 and 一百二 is 120 (with 零 between them it is the ones: 一千零五 is 1005)
+        digit *= last_unit // 10
     return total + section + (digit or 0)
 
 
@@ -137,6 +144,12 @@ def _cn_numbers(text: str) -> str:
             return run  # a lone 一 is mostly "a" (一个, 一下, 一次性, 统一); it stays a character
         if len(run) == 1 and run in "万亿":
             return run
+        approx = _CN_APPROX.fullmatch(run)
+        if approx and _CN_DIGIT[approx.group(2)] == _CN_DIGIT[approx.group(1)] + 1:
+            # two neighbouring digits are a rough count, not a two-digit number: 两三天 is 2-3 days
+            # (as `2-3天` reads), 三四百 is 300-400
+            unit = _CN_UNIT.get(approx.group(3), 1)
+            return f" {_CN_DIGIT[approx.group(1)] * unit}-{_CN_DIGIT[approx.group(2)] * unit} "
         value = parse_cn_number(run)
         return run if value is None else f" {value} "
 
@@ -198,6 +211,8 @@ def analyze(text: str) -> Analysis:
         norm = pattern.sub(repl, norm)
     norm = _BARE_NEG.sub(lambda m: m.group(1) + " not", norm)
     norm = re.sub(ZH_A_NOT_A, r"\1", norm)  # 会不会 → 会
+    if _HAN_RE.search(norm):
+        norm = normalize_zh.chinese(norm)  # colloquial and framed question words, time words (normalize_zh)
     norm = _en_numbers(_cn_numbers(normalize.chinese_quantities(norm, parse_cn_number)))
     norm = normalize.english(norm)  # informal spellings, request frames, quantities (normalize)
     lang = "zh" if _HAN_RE.search(norm) else "en"

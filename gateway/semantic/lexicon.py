@@ -61,7 +61,9 @@ EN_ANTONYMS: tuple[tuple[str, str], ...] = (
 
 # Chinese function words (matched longest-first); question words and particles, pronouns,
 # politeness, the conditional conjunctions (`如果 … 怎么办` asks what `… 怎么办` asks; a condition's
-# content words still count) and `情况下` (`在 … 的情况下`, "in the case of").
+# content words still count), `情况下` (`在 … 的情况下`, "in the case of"), a request for help that
+# names the speaker (`能帮我取消吗` asks what `能取消吗` asks; `帮我朋友` keeps the friend) and the
+# perfective `已经` (as `了`; `已经` / `还没` stays an antonym pair, compared on the text).
 # Negators and direction words are not here.
 ZH_STOP = frozenset("""
 怎么样 怎么办 怎么 怎样 如何 什么 为什么 为何 哪里 哪儿 哪个 哪些 哪天 哪 是否 能否 可否 可以 能够
@@ -69,7 +71,7 @@ ZH_STOP = frozenset("""
 呢 吧 啊 呀 哦 嘛 啦 哈 呗 我们 你们 他们 我 你 您 他 她 它 咱们 是 在 会 能 要 想
 需要 应该 该 还 就 都 也 又 这个 那个 这 那 个 把 被 给 对 和 与 及 或 或者 等 之 其
 很 太 么 里 去 来 时候 时 当 然后 多少 几
-如果 假如 要是 情况下
+如果 假如 要是 情况下 帮我 帮我们 帮忙 咱 已经
 """.split())  # noqa: SIM905 (a word list reads better as text)
 
 # Quantifiers of scope: "all my invoices" is not "last month's invoice"; "every key" is not "a key".
@@ -85,7 +87,7 @@ from to into than instead versus vs over before after
 """.split())  # noqa: SIM905 (a word list reads better as text)
 ZH_FRAME = ("从", "改成", "换成", "转成", "变成", "转为", "改为", "比")
 
-ZH_NEGATORS = ("没有", "没", "不", "未", "非", "无", "别", "勿", "否", "莫")
+ZH_NEGATORS = ("无法", "没有", "没", "不", "未", "非", "无", "别", "勿", "否", "莫")
 
 # "会不会", "能不能", "有没有", "是不是", "可不可以": yes/no questions, not negations.
 ZH_A_NOT_A = r"(\w)(?:不|没)\1"

@@ -13,7 +13,8 @@ English words are compared by stem (`gateway.semantic.lexical`); Chinese as char
 of 1–4 characters one side has and the other lacks. Built-in resources: `wordnet` (the shipped synonym
 table: a shared synset among both words' most frequent senses), `inflection` (LemmInflect's noun and
 verb lemmas: the same word inflected, listed apart because it is not a synonym) and `homophones` (a
-Chinese character replaced in place by one that sounds the same). `candidate(name, lang, linked)` registers another.
+Chinese character replaced in place by one that sounds the same) and `zh_rewrites` (two runs of the texts as
+written that `normalize_zh` rewrites to one). `candidate(name, lang, linked)` registers another.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.semantic import normalize_zh
 from gateway.semantic.align import homophones, lemmas, synonyms
 from gateway.semantic.lexical import analyze
 from gateway_dev.bench.semantic import UNRELATED, default_sets
@@ -41,6 +43,9 @@ class Resource:
     # a rule the aligner applies only to one token replaced by one in place (the homophone step):
     # only such replacements are offered to it
     in_place: bool = False
+    # a rewrite of the question's text (`normalize_zh`): offered the runs of the texts as written,
+    # since the analysed text already has it applied
+    raw: bool = False
 
 
 @dataclass(slots=True)
@@ -49,8 +54,10 @@ class Report:
     positives: Counter[str] = field(default_factory=Counter)
 
 
-def differing_words(cached: str, query: str, lang: str) -> tuple[list[str], list[str]]:
+def differing_words(cached: str, query: str, lang: str, raw: bool = False) -> tuple[list[str], list[str]]:
     """The words (English) or character runs (Chinese) of each question that the other lacks."""
+    if raw and lang == "zh":
+        return _han_runs(cached, query), _han_runs(query, cached)
     a, b = analyze(cached), analyze(query)
     if lang == "zh":
         return _han_runs(a.text, b.text), _han_runs(b.text, a.text)
@@ -95,7 +102,11 @@ def audit(resources: Sequence[Resource], sets: Iterable[tuple[str, list[dict[str
             for res in resources:
                 if res.lang != lang:
                     continue
-                offered = swaps if res.in_place else [(x, y) for x in da for y in db]
+                if res.raw:
+                    ra, rb = differing_words(row["cached"], row["query"], lang, raw=True)
+                    offered = [(x, y) for x in ra for y in rb]
+                else:
+                    offered = swaps if res.in_place else [(x, y) for x in da for y in db]
                 links = tuple((x, y) for x, y in offered if res.linked(x, y))
                 if not links:
                     continue
@@ -119,8 +130,15 @@ def _homophones(x: str, y: str) -> bool:
     return len(x) == 1 and len(y) == 1 and homophones(x, y)
 
 
+def _zh_rewrites(x: str, y: str) -> bool:
+    """Two runs the Chinese rewrites make one (`老是` / `一直`), content on both sides."""
+    rx, ry = normalize_zh.chinese(x), normalize_zh.chinese(y)
+    return rx == ry and any(not t.stop for t in analyze(rx).tokens)
+
+
 BUILT_IN = [Resource("wordnet", "en", _wordnet), Resource("inflection", "en", _inflection),
-            Resource("homophones", "zh", _homophones, in_place=True)]
+            Resource("homophones", "zh", _homophones, in_place=True),
+            Resource("zh_rewrites", "zh", _zh_rewrites, raw=True)]
 
 
 def evaluation_sets() -> list[tuple[str, list[dict[str, Any]]]]:

@@ -40,3 +40,19 @@ def test_buy_and_sell_are_never_one_character_misspelt() -> None:
     # mǎi / mài: one syllable, two tones; the homophone step (an input-method slip) must not join them
     assert guard.decide("怎么买基金？", "怎么卖基金？", 0.99, 0.6).reason == "antonym"
     assert guard.decide("怎么修改登陆密码？", "怎么修改登录密码？", 0.99, 0.6).hit  # a real slip still is one
+
+
+def test_the_chinese_rewrites_link_no_differing_words_of_a_hard_negative() -> None:
+    # `老是` / `一直`, `啥` / `什么` …: rewrites of the text as written, offered its runs before analysis
+    report = links.audit([r for r in links.BUILT_IN if r.name == "zh_rewrites"],
+                         links.evaluation_sets())["zh_rewrites"]
+    assert report.negatives == []
+    assert sum(report.positives.values()) > 0
+
+
+def test_a_rewrite_that_joins_two_operations_is_caught() -> None:
+    rows = [{"lang": "zh", "reuse": False, "kind": "operation_swap", "cached": "怎么办理退货？",
+             "query": "怎么取消退货？"}]
+    joined = links.Resource("light verbs and more", "zh", lambda x, y: {x, y} == {"办理", "取消"}, raw=True)
+    assert [n[2] for n in links.audit([joined], [("rows", rows)])["light verbs and more"].negatives] \
+        == [(("办理", "取消"),)]
