@@ -109,9 +109,12 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         if a.numbers != b.numbers:
             return "number", None
         return (None, None) if _quotes_agree(a, b) else ("quoted", None)
-    if a.numbers != b.numbers and a.lang == "en" and "1" in (*a.numbers, *b.numbers):
-        # `a month` on one side, `1 month` on the other: the same quantity (`normalize.ones_as_articles`)
-        ta, tb = normalize.ones_as_articles(a.text, b.text, stem)
+    if a.numbers != b.numbers and a.lang == "en":
+        # `a month` / `1 month`, `the second bag` / `the 2nd bag`: one quantity or ordinal said two ways
+        # (`normalize.ones_as_articles`, `normalize.ordinals_as_digits`)
+        ta, tb = normalize.ordinals_as_digits(a.text, b.text)
+        if "1" in (*a.numbers, *b.numbers):
+            ta, tb = normalize.ones_as_articles(ta, tb, stem)
         if (ta, tb) != (a.text, b.text):
             a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers:
@@ -262,8 +265,29 @@ def _roles_swapped(a: Analysis, b: Analysis) -> bool:
     for frame, after_a in ra.items():
         after_b = rb.get(frame)
         if after_b is not None and after_a != after_b and after_b in words_a and after_a in words_b:
+            if a.lang == "en" and (after_a in _phrase(b, frame) or after_b in _phrase(a, frame)):
+                # the term is still inside that frame's phrase on the other side, only later in it
+                # (`after it has shipped` / `after my order has shipped`, `to watch` / `for me to
+                # download … watch`): nothing left its role
+                continue
             return True
     return False
+
+
+def _phrase(a: Analysis, frame: str) -> frozenset[str]:
+    """The content words after the first `frame` word of an English question, up to the next frame
+    word: `from monthly to annual` → {monthly} for `from`."""
+    toks = a.tokens
+    start = next((i for i, t in enumerate(toks) if t.raw == frame), None)
+    if start is None:
+        return frozenset()
+    out: set[str] = set()
+    for t in toks[start + 1 :]:
+        if t.raw in EN_FRAME:
+            break
+        if not t.stop:
+            out.add(t.text)
+    return frozenset(out)
 
 
 def _roles(a: Analysis) -> dict[str, str]:

@@ -21,6 +21,19 @@ word that is only on one side still counts as a change.
 - `percent`, `per cent` after a number are `%`; Chinese `百分之N` is `N%` (digits or number words).
 - `half an hour` is `30 minutes`, `半小时` is `30分钟` (the same duration, said both ways); `3月份`
   is `3月` (`月份`, "month", after a number).
+- Chat spellings of function words: `u` / `ur` (you, your), `pls` / `plz` (please), `thx` (thanks),
+  `thru` (through), `cuz` / `coz` / `b/c` (because), `abt` (about), `im` (I'm), `w/` (with), `w/o`
+  (without: a negation, as the word is).
+- Courtesy that asks nothing: `quick question:`, `thanks in advance`, `any help is appreciated`,
+  `I was wondering if …` (what follows is the question), `is there any way to` (= `is there a way
+  to`), and `can you help me V` / `please help me V` (= `how to V`; `help me with X` stays: X is no
+  action).
+- Comparisons with a number: `above` / `more than` / `greater than` / `in excess of` before a number
+  are `over`; `below` / `less than` / `fewer than` / `lower than` are `under` (the number is compared
+  on its own; `over` / `under` stay opposites). `twice` / `thrice` are `2 times` / `3 times`.
+- `unable` / `impossible` are `not able` / `not possible`: the negation of two function words (`able`,
+  `possible`, like `can`), so `I'm unable to log in` says `I can't log in`.
+- Between two questions (`ordinals_as_digits`): `second` is `2nd` when the other question says `2nd`.
 - Between two questions (`ones_as_articles`): `a month`, `an hour`, `one position` are `1 month`,
   `1 hour`, `1 position` when the other question says `1` before the same word. Only then: a lone
   `a` is an article, not a number, so "how much is it a month" keeps matching "per month".
@@ -55,11 +68,39 @@ _PERCENT = re.compile(r"(?<=\d)\s*(?:percent|per\s+cent)\b", re.I)
 _ZH_PERCENT = re.compile(r"百分之([零〇一二两三四五六七八九十百千]+|\d+(?:\.\d+)?)")
 
 
+# Courtesy around a question (`quick question:` only before punctuation: "a quick question about X" keeps X)
+_COURTESY = re.compile(
+    r"\b(?:just\s+)?(?:a\s+)?quick\s+question\s*[:,.!?;–—-]+\s*"
+    r"|\b(?:thanks|thank\s+you)(?:\s+(?:so|very)\s+much)?\s+in\s+advance\b[.!]*"
+    r"|\bany\s+help\s+(?:would\s+be|will\s+be|is)\s+(?:greatly\s+|much\s+|really\s+)?appreciated\b[.!]*"
+    rf"|\bi\s+(?:was|am)\s+(?:just\s+)?wondering\s+(?={_WH})", re.I)
+_ANY_WAY = re.compile(r"\bis\s+there\s+any\s+way\b", re.I)
+# "can you help me reset …" asks how to reset; "help me with my bill" names no action and stays
+_HELP_ME = re.compile(r"\b(?:(?:can|could|would|will)\s+(?:you|someone|anyone)\s+(?:please\s+)?|please\s+)"
+                      r"help\s+me\s+(?:to\s+)?(?=[a-z])(?!with\b|out\b|please\b|pls\b)", re.I)
+_NUM_AHEAD = r"(?=[$€£¥]?\s?\d)"
+_MORE_THAN = re.compile(rf"\b(?:above|more\s+than|greater\s+than|in\s+excess\s+of)\s+{_NUM_AHEAD}", re.I)
+_LESS_THAN = re.compile(rf"\b(?:below|less\s+than|fewer\s+than|lower\s+than)\s+{_NUM_AHEAD}", re.I)
+_TIMES = re.compile(r"\b(twice|thrice)\b", re.I)
+_NOT_ABLE = re.compile(r"\b(?:un(able)|im(possible))\b", re.I)
+
+
+_CHAT = [(re.compile(p), r) for p, r in (
+    (r"\bw/o(?![\w/])", "without"), (r"\bw/(?=\s)", "with"), (r"\bb/c\b", "because"),
+    (r"\bu\b", "you"), (r"\bur\b", "your"), (r"\b(?:pls|plz)\b", "please"), (r"\b(?:thx|thanx)\b", "thanks"),
+    (r"\bthru\b", "through"), (r"\b(?:cuz|coz)\b", "because"), (r"\babt\b", "about"), (r"\bim\b", "i"))]
+
+
 def english(text: str) -> str:
     """The informal, framing and percent rewrites (run after contractions are expanded)."""
+    for pattern, repl in _CHAT:  # lower-case forms only: `U` may be a plan's or a letter's name
+        text = pattern.sub(repl, text)
     text = _WH_IS.sub(r"\1", text)
     for pattern, repl in _MODAL:
         text = pattern.sub(repl, text)
+    text = _COURTESY.sub(" ", text)
+    text = _ANY_WAY.sub("is there a way", text)
+    text = _HELP_ME.sub("how to ", text)
     text = _REQUEST.sub("", text)
     text = _STEPS.sub("how to", text)
     text = _PRICE.sub("how much is", text)
@@ -67,6 +108,10 @@ def english(text: str) -> str:
     if tail and len(re.findall(r"[A-Za-z0-9]+", text[: tail.start()])) >= 3:
         text = text[: tail.start()]
     text = _HALF_HOUR.sub("30 minutes", text)
+    text = _MORE_THAN.sub("over ", text)
+    text = _LESS_THAN.sub("under ", text)
+    text = _NOT_ABLE.sub(lambda m: f"not {m.group(1) or m.group(2)}", text)
+    text = _TIMES.sub(lambda m: "2 times" if m.group(1).lower() == "twice" else "3 times", text)
     return _PERCENT.sub("%", text)
 
 
@@ -86,8 +131,8 @@ def chinese_quantities(text: str, parse: Callable[[str], int | None]) -> str:
     return _ZH_PERCENT.sub(repl, text)
 
 
-_ONE_BEFORE = re.compile(r"(?<![\d.])\b1\s+([A-Za-z]+)")
-_ARTICLE = re.compile(r"\b(?:a|an|one)\s+([A-Za-z]+)", re.I)
+_ONE_BEFORE = re.compile(r"(?<![\d.])\b1(?:\s+|-)([A-Za-z]+)")
+_ARTICLE = re.compile(r"\b(?:a|an|one)(?:\s+|-)(?!one\b)([A-Za-z]+)", re.I)
 
 
 def ones_as_articles(a: str, b: str, stem: Callable[[str], str]) -> tuple[str, str]:
@@ -100,5 +145,30 @@ def ones_as_articles(a: str, b: str, stem: Callable[[str], str]) -> tuple[str, s
             return f"1 {w.group(1)}" if stem(w.group(1).lower()) in counted else w.group(0)
 
         return _ARTICLE.sub(one, words) if counted else words
+
+    return rewrite(b, a), rewrite(a, b)
+
+
+_ORDINAL_WORDS = {w: n for n, w in enumerate((
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+    "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+    "twentieth"), 1)}
+_DIGIT_ORDINAL = re.compile(r"(?<![\d.])\b(\d+)(?:st|nd|rd|th)\b", re.I)
+_ORDINAL_WORD = re.compile(r"\b(" + "|".join(_ORDINAL_WORDS) + r")\b", re.I)
+
+
+def ordinals_as_digits(a: str, b: str) -> tuple[str, str]:
+    """`the second bag` is `the 2nd bag` when the other question says `2nd`: the same ordinal in words
+    and in digits. Only then (`second` alone may be a unit of time, `first` an adverb)."""
+    def rewrite(digits: str, words: str) -> str:
+        said = {int(m.group(1)) for m in _DIGIT_ORDINAL.finditer(digits)}
+        if not said:
+            return words
+
+        def one(m: re.Match[str]) -> str:
+            n = _ORDINAL_WORDS[m.group(1).lower()]
+            return f"{n}{'st' if n == 1 else 'nd' if n == 2 else 'rd' if n == 3 else 'th'}" if n in said else m.group(0)
+
+        return _ORDINAL_WORD.sub(one, words)
 
     return rewrite(b, a), rewrite(a, b)

@@ -12,7 +12,8 @@ too: they are what the resource could gain (a link alone does not make a hit: th
 English words are compared by stem (`gateway.semantic.lexical`); Chinese as character runs, every run
 of 1–4 characters one side has and the other lacks. Built-in resources: `wordnet` (the shipped synonym
 table: a shared synset among both words' most frequent senses), `inflection` (LemmInflect's noun and
-verb lemmas: the same word inflected, listed apart because it is not a synonym) and `homophones` (a
+verb lemmas: the same word inflected, listed apart because it is not a synonym), `contraction` (an
+abbreviation by contraction: `appt` / `appointment`) and `homophones` (a
 Chinese character replaced in place by one that sounds the same). `candidate(name, lang, linked)` registers another.
 """
 
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.semantic.align import homophones, lemmas, synonyms
+from gateway.semantic.align import contracted, homophones, lemmas, synonyms
 from gateway.semantic.lexical import analyze
 from gateway_dev.bench.semantic import UNRELATED, default_sets
 
@@ -115,12 +116,16 @@ def _inflection(x: str, y: str) -> bool:
     return bool(lemmas(x) & lemmas(y))
 
 
+def _contraction(x: str, y: str) -> bool:
+    return contracted(x, y) or contracted(y, x)
+
+
 def _homophones(x: str, y: str) -> bool:
     return len(x) == 1 and len(y) == 1 and homophones(x, y)
 
 
 BUILT_IN = [Resource("wordnet", "en", _wordnet), Resource("inflection", "en", _inflection),
-            Resource("homophones", "zh", _homophones, in_place=True)]
+            Resource("contraction", "en", _contraction), Resource("homophones", "zh", _homophones, in_place=True)]
 
 
 def evaluation_sets() -> list[tuple[str, list[dict[str, Any]]]]:

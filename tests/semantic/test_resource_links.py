@@ -40,3 +40,11 @@ def test_buy_and_sell_are_never_one_character_misspelt() -> None:
     # mǎi / mài: one syllable, two tones; the homophone step (an input-method slip) must not join them
     assert guard.decide("怎么买基金？", "怎么卖基金？", 0.99, 0.6).reason == "antonym"
     assert guard.decide("怎么修改登陆密码？", "怎么修改登录密码？", 0.99, 0.6).hit  # a real slip still is one
+
+
+def test_the_contraction_rule_links_no_differing_words_of_a_hard_negative() -> None:
+    # `appt` / `appointment`: an abbreviation that is no English word, every letter in the long word's order
+    report = links.audit([r for r in links.BUILT_IN if r.name == "contraction"],
+                         links.evaluation_sets())["contraction"]
+    assert report.negatives == []
+    assert links._contraction("appt", "appointment") and not links._contraction("apt", "appointment")
