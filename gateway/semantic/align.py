@@ -115,7 +115,7 @@ def synonyms(x: str, y: str) -> bool:
 def _compound(tok: Token, others: list[Token]) -> list[int] | None:
     """Two adjacent words on the other side written as one here: `setup` / `set up`, `login` / `log in`."""
     word = tok.raw
-    if len(word) < 5 or not word.isalpha():
+    if len(word) < 4 or not word.isalpha():
         return None
     for k in range(len(others) - 1):
         x, y = others[k], others[k + 1]

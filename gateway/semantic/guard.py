@@ -112,7 +112,7 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
     if a.numbers != b.numbers and a.lang == "en":
         # `a month` / `1 month`, `the second bag` / `the 2nd bag`: one quantity or ordinal said two ways
         # (`normalize.ones_as_articles`, `normalize.ordinals_as_digits`)
-        ta, tb = normalize.ordinals_as_digits(a.text, b.text)
+        ta, tb = normalize.units_as_other(*normalize.ordinals_as_digits(a.text, b.text))
         if "1" in (*a.numbers, *b.numbers):
             ta, tb = normalize.ones_as_articles(ta, tb, stem)
         if (ta, tb) != (a.text, b.text):

@@ -52,7 +52,7 @@ _BARE_NEG = re.compile(r"\b(do|does|did|is|are|was|were|has|have|had|could|would
 _NUMBER_ABBR = re.compile(r"\b(my|your|our|their|his|her|its|the|this|that)\s+no\.(?=\s|$)", re.I)
 _QUOTED = re.compile(r"[\"“”「『`]([^\"“”「」『』`]{1,80})[\"“”」』`]")
 _URL = re.compile(r"(?:https?://\S+|(?<![\w/])/[\w.-]+(?:/[\w.{}-]+)+)")
-_TOKEN = re.compile(rf"[{HAN}]+|[A-Za-z0-9$%]+(?:[._][A-Za-z0-9]+)*|[$%]")
+_TOKEN = re.compile(rf"[{HAN}]+|[A-Za-z0-9$%€£]+(?:[._][A-Za-z0-9]+)*|[$%€£]")
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th)$")
 
@@ -170,7 +170,7 @@ def _en_numbers(text: str) -> str:
 
 _SEP = re.compile(r"[_-]+")
 _DOTTED = re.compile(r"[A-Za-z]+(?:\.[A-Za-z]+)+")
-_PARTS = re.compile(r"\d+(?:st|nd|rd|th)\b|\d+(?:\.\d+)*|[A-Za-z]+|[$%]")
+_PARTS = re.compile(r"\d+(?:st|nd|rd|th)\b|\d+(?:\.\d+)*|[A-Za-z]+|[$%€£]")
 
 
 @lru_cache(maxsize=65536)

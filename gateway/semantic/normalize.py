@@ -33,6 +33,12 @@ word that is only on one side still counts as a change.
   on its own; `over` / `under` stay opposites). `twice` / `thrice` are `2 times` / `3 times`.
 - `unable` / `impossible` are `not able` / `not possible`: the negation of two function words (`able`,
   `possible`, like `can`), so `I'm unable to log in` says `I can't log in`.
+- Amounts and times said in words: `20 dollars` / `20 USD` are `$20`, `20 euros` / `20 EUR` are `€20`
+  (`pounds` may weigh, and stays); `2 and a half hours` / `an hour and a half` are `2.5` / `1.5 hours`;
+  `a dozen` is 12; `twenty-first` is `21st`; clock times are read on 24 hours (`5pm`, `5 p.m.`,
+  `5:00 PM` are `17:00`; `noon` is `12:00`, `midnight` `0:00`).
+- Between two questions (`units_as_other`): `2 weeks` is `14 days`, `1 year` `12 months`, `1 day`
+  `24 hours`, `1 hour` `60 minutes` when the other question says the second (`a week` counts as 1).
 - Between two questions (`ordinals_as_digits`): `second` is `2nd` when the other question says `2nd`.
 - Between two questions (`ones_as_articles`): `a month`, `an hour`, `one position` are `1 month`,
   `1 hour`, `1 position` when the other question says `1` before the same word. Only then: a lone
@@ -82,6 +88,14 @@ _NUM_AHEAD = r"(?=[$€£¥]?\s?\d)"
 _MORE_THAN = re.compile(rf"\b(?:above|more\s+than|greater\s+than|in\s+excess\s+of)\s+{_NUM_AHEAD}", re.I)
 _LESS_THAN = re.compile(rf"\b(?:below|less\s+than|fewer\s+than|lower\s+than)\s+{_NUM_AHEAD}", re.I)
 _TIMES = re.compile(r"\b(twice|thrice)\b", re.I)
+_DOLLARS = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)\s*(?:us\s+)?(?:dollars?|usd|bucks)\b|\busd\s*(?=\d)", re.I)
+_EUROS = re.compile(r"(?<![\w.€])(\d+(?:\.\d+)?)\s*(?:euros?|eur)\b|\beur\s*(?=\d)", re.I)
+_AND_A_HALF = re.compile(r"\b(\d+|one)\s+and\s+a\s+half\b", re.I)
+_HOUR_AND_A_HALF = re.compile(r"\b(?:an?|one)\s+(hour|day|week|month|year)\s+and\s+a\s+half\b", re.I)
+_DOZEN = re.compile(r"\b(half\s+)?a\s+dozen\b", re.I)
+_ORDINAL_TENS = re.compile(r"\b([2-9]0)[\s-]+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)\b", re.I)
+_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
+_NOON = re.compile(r"\b(noon|midday|midnight)\b", re.I)
 _NOT_ABLE = re.compile(r"\b(?:un(able)|im(possible))\b", re.I)
 
 
@@ -110,6 +124,14 @@ def english(text: str) -> str:
     text = _HALF_HOUR.sub("30 minutes", text)
     text = _MORE_THAN.sub("over ", text)
     text = _LESS_THAN.sub("under ", text)
+    text = _DOLLARS.sub(lambda m: f"${m.group(1)}" if m.group(1) else "$", text)
+    text = _EUROS.sub(lambda m: f"€{m.group(1)}" if m.group(1) else "€", text)
+    text = _HOUR_AND_A_HALF.sub(r"1.5 \1s", text)
+    text = _AND_A_HALF.sub(lambda m: f"{1 if m.group(1).lower() == 'one' else m.group(1)}.5", text)
+    text = _DOZEN.sub(lambda m: "6" if m.group(1) else "12", text)
+    text = _ORDINAL_TENS.sub(lambda m: f"{int(m.group(1)) + _ORDINAL_WORDS[m.group(2).lower()]}th", text)
+    text = _CLOCK.sub(_clock, text)
+    text = _NOON.sub(lambda m: "0:00" if m.group(1).lower() == "midnight" else "12:00", text)
     text = _NOT_ABLE.sub(lambda m: f"not {m.group(1) or m.group(2)}", text)
     text = _TIMES.sub(lambda m: "2 times" if m.group(1).lower() == "twice" else "3 times", text)
     return _PERCENT.sub("%", text)
@@ -172,3 +194,48 @@ def ordinals_as_digits(a: str, b: str) -> tuple[str, str]:
         return _ORDINAL_WORD.sub(one, words)
 
     return rewrite(b, a), rewrite(a, b)
+
+
+def _clock(m: re.Match[str]) -> str:
+    hour, minutes = int(m.group(1)), m.group(2) or "00"
+    if hour > 12:
+        return m.group(0)  # `13 pm` is no time this reading knows
+    if m.group(3).lower() == "p" and hour < 12:
+        hour += 12
+    elif m.group(3).lower() == "a" and hour == 12:
+        hour = 0
+    return f"{hour}:{minutes}"
+
+
+# (larger unit, smaller unit, how many of the smaller make one larger)
+_UNITS = (("week", "day", 7), ("year", "month", 12), ("day", "hour", 24), ("hour", "minute", 60))
+_COUNTED = re.compile(r"(?<![\d.])\b(\d+(?:\.\d+)?|an?|one)(\s+|-)(week|year|month|day|hour|minute)s?\b", re.I)
+
+
+def units_as_other(a: str, b: str) -> tuple[str, str]:
+    """`2 weeks` on one side is `14 days` when the other side says `14 days` (and `a year` is `12
+    months` when the other says 12 months): one duration in two units. Only then: a lone `a week`
+    stays what it says."""
+    def amounts(text: str) -> set[tuple[float, str]]:
+        return {(_count(m.group(1)), m.group(3).lower()) for m in _COUNTED.finditer(text)}
+
+    def rewrite(other: str, text: str) -> str:
+        said = amounts(other)
+        if not said:
+            return text
+
+        def one(m: re.Match[str]) -> str:
+            n, unit = _count(m.group(1)), m.group(3).lower()
+            for big, small, k in _UNITS:
+                if unit == big and (n * k, small) in said:
+                    value = n * k
+                    return f"{int(value) if value == int(value) else value} {small}s"
+            return m.group(0)
+
+        return _COUNTED.sub(one, text)
+
+    return rewrite(b, a), rewrite(a, b)
+
+
+def _count(word: str) -> float:
+    return 1.0 if word.lower() in ("a", "an", "one") else float(word)

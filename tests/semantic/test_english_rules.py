@@ -134,3 +134,36 @@ def test_the_same_question_said_another_way(cached: str, query: str) -> None:
 ])
 def test_near_misses_stay_apart(cached: str, query: str) -> None:
     assert not _served(cached, query), (analyze(cached).surface, analyze(query).surface)
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Can I pay €20 in cash?", "Can I pay 20 euros in cash?"),
+    ("Can I pay $20 in cash?", "Can I pay twenty dollars in cash?"),
+    ("Is it open until 5pm?", "Is it open until 5 p.m.?"),
+    ("Is it open until 5pm?", "Is it open until 17:00?"),
+    ("Is it open until noon?", "Is it open until 12 pm?"),
+    ("Can I rent it for 1.5 hours?", "Can I rent it for an hour and a half?"),
+    ("Can I rent it for 2.5 hours?", "Can I rent it for two and a half hours?"),
+    ("Can I book for a dozen people?", "Can I book for 12 people?"),
+    ("What happens on the 21st day?", "What happens on the twenty-first day?"),
+    ("Can I return it within 14 days?", "Can I return it within two weeks?"),
+    ("Is the plan 12 months?", "Is the plan a year?"),
+    ("What is the WiFi password?", "What is the Wi-Fi password?"),
+])
+def test_amounts_times_and_durations_said_two_ways(cached: str, query: str) -> None:
+    assert _served(cached, query), (analyze(cached).surface, analyze(query).surface)
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Can I pay $20 in cash?", "Can I pay 20 euros in cash?"),  # another currency
+    ("Is it open until 5pm?", "Is it open until 5am?"),
+    ("Is it open until 12 pm?", "Is it open until midnight?"),
+    ("Can I return it within 14 days?", "Can I return it within 3 weeks?"),
+    ("Can I return it within a week?", "Can I return it within 5 days?"),
+    ("Is the plan 12 months?", "Is the plan 2 years?"),
+    ("Can I book for a dozen people?", "Can I book for 10 people?"),
+    ("Can I rent it for 1.5 hours?", "Can I rent it for 2 and a half hours?"),
+    ("What happens on the 21st day?", "What happens on the twenty-second day?"),
+])
+def test_other_amounts_stay_apart(cached: str, query: str) -> None:
+    assert not _served(cached, query), (analyze(cached).surface, analyze(query).surface)
