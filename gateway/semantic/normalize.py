@@ -24,6 +24,10 @@ word that is only on one side still counts as a change.
 - Chat spellings of function words: `u` / `ur` (you, your), `pls` / `plz` (please), `thx` (thanks),
   `thru` (through), `cuz` / `coz` / `b/c` (because), `abt` (about), `im` (I'm), `w/` (with), `w/o`
   (without: a negation, as the word is).
+- A greeting before the question (`Dear support team,`, `Hello,`) and a sign-off after it (`Best
+  regards`, `Cheers`, `Please advise`); `asap`; `how would I go about resetting` (= `resetting`), `need
+  help resetting` (= `how to reset`), `I'm trying to reset …` (= `reset …`); `is there an option /
+  a possibility to` (= `is there a way to`); `would you be able to tell me how`, `any idea how`.
 - Courtesy that asks nothing: `quick question:`, `thanks in advance`, `any help is appreciated`,
   `I was wondering if …` (what follows is the question), `is there any way to` (= `is there a way
   to`), and `can you help me V` / `please help me V` (= `how to V`; `help me with X` stays: X is no
@@ -55,8 +59,10 @@ _MODAL = [(re.compile(r"\bgotta\b", re.I), "have to"), (re.compile(r"\bgonna\b",
           (re.compile(r"\bwanna\b", re.I), "want to")]
 _WH = r"(?:how|what|why|where|when|which|who|whether|if)\b"
 _REQUEST = re.compile(
-    r"\b(?:(?:could|can|would|will)\s+(?:you|someone|anyone)\s+(?:please\s+)?)?"
-    rf"(?:explain|show\s+me|tell\s+me|let\s+me\s+know)(?:\s+to\s+me)?\s+(?={_WH})", re.I)
+    r"\b(?:(?:could|can|would|will)\s+(?:you|someone|anyone)\s+(?:please\s+)?(?:be\s+able\s+to\s+)?"
+    r"|is\s+it\s+possible\s+for\s+(?:you|someone|anyone)\s+to\s+)?"
+    rf"(?:explain|show\s+me|tell\s+me|let\s+me\s+know)(?:\s+to\s+me)?\s+(?={_WH})"
+    rf"|\b(?:any\s+idea|does\s+anyone\s+know|anyone\s+know)\s+(?={_WH})", re.I)
 # after contractions: "what's the process for" arrives as "what the process for"
 _STEPS = re.compile(r"\bwhat(?:\s+(?:are|is|were|was))?\s+the\s+(?:steps|process|procedure)\s+(?:to|for)\b", re.I)
 # "what is the price of X" asks "how much is X" (after contractions: "what's" arrives as "what")
@@ -80,7 +86,17 @@ _COURTESY = re.compile(
     r"|\b(?:thanks|thank\s+you)(?:\s+(?:so|very)\s+much)?\s+in\s+advance\b[.!]*"
     r"|\bany\s+help\s+(?:would\s+be|will\s+be|is)\s+(?:greatly\s+|much\s+|really\s+)?appreciated\b[.!]*"
     rf"|\bi\s+(?:was|am)\s+(?:just\s+)?wondering\s+(?={_WH})", re.I)
-_ANY_WAY = re.compile(r"\bis\s+there\s+any\s+way\b", re.I)
+_ANY_WAY = re.compile(r"\bis\s+there\s+(?:any|an?)\s+(?:way|option|possibility)\b", re.I)
+# a greeting before the question and a sign-off after it: `Dear support team, …`, `… Best regards`
+_GREETING = re.compile(r"^\s*(?:dear|hello|hi|hey|good\s+(?:morning|afternoon|evening))(?:\s+[a-z]+){0,3}\s*[,!:]\s*",
+                       re.I)
+_SIGN_OFF = re.compile(r"(?<=[.?!,])\s*(?:(?:best|kind|warm)\s+regards|regards|cheers|many\s+thanks|thanks|thank\s+you"
+                       r"|(?:please|kindly)\s+advise)\b[\s\w,.!]{0,30}$", re.I)
+_URGENT = re.compile(r"\b(?:asap|as\s+soon\s+as\s+possible)\b", re.I)
+# `how would I go about resetting …` / `need help resetting …` / `I'm trying to reset …`: the action is asked
+_GO_ABOUT = re.compile(r"\bgo\s+about\s+(?=\w+ing\b)", re.I)
+_NEED_HELP = re.compile(r"\b(?:i\s+)?need\s+(?:some\s+)?help\s+(?:with\s+)?(?=\w+ing\b)", re.I)
+_TRYING = re.compile(r"\b(?:(?:i|we)\s+(?:am|are|was|were|have\s+been)\s+|i\s+)?trying\s+to\s+(?=[a-z])", re.I)
 # "can you help me reset …" asks how to reset; "help me with my bill" names no action and stays
 _HELP_ME = re.compile(r"\b(?:(?:can|could|would|will)\s+(?:you|someone|anyone)\s+(?:please\s+)?|please\s+)"
                       r"help\s+me\s+(?:to\s+)?(?=[a-z])(?!with\b|out\b|please\b|pls\b)", re.I)
@@ -112,7 +128,13 @@ def english(text: str) -> str:
     text = _WH_IS.sub(r"\1", text)
     for pattern, repl in _MODAL:
         text = pattern.sub(repl, text)
+    text = _GREETING.sub("", text)
+    text = _SIGN_OFF.sub("", text)
     text = _COURTESY.sub(" ", text)
+    text = _URGENT.sub(" ", text)
+    text = _GO_ABOUT.sub("", text)
+    text = _NEED_HELP.sub("how to ", text)
+    text = _TRYING.sub("", text)
     text = _ANY_WAY.sub("is there a way", text)
     text = _HELP_ME.sub("how to ", text)
     text = _REQUEST.sub("", text)

@@ -167,3 +167,29 @@ def test_amounts_times_and_durations_said_two_ways(cached: str, query: str) -> N
 ])
 def test_other_amounts_stay_apart(cached: str, query: str) -> None:
     assert not _served(cached, query), (analyze(cached).surface, analyze(query).surface)
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("How do I reset my password?", "Dear support team, how do I reset my password? Best regards"),
+    ("How do I reset my password?", "Hello team, how do I reset my password? Cheers"),
+    ("How do I reset my password?", "How do I reset my password? Please advise."),
+    ("How do I reset my password?", "How would I go about resetting my password?"),
+    ("How do I reset my password?", "Any idea how to reset my password?"),
+    ("How do I reset my password?", "Need help resetting my password"),
+    ("How do I reset my password?", "I'm trying to reset my password, how do I do it?"),
+    ("How do I reset my password?", "how do I reset my password asap"),
+    ("Can I change my delivery address?", "Is there an option to change my delivery address?"),
+])
+def test_greetings_sign_offs_and_framing_verbs_ask_nothing(cached: str, query: str) -> None:
+    assert _served(cached, query), (analyze(cached).surface, analyze(query).surface)
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("How do I reset my password?", "Dear support team, how do I reset my username? Best regards"),
+    ("How do I reset my password?", "Hello, my team wants to reset my password: can they?"),  # a party, no greeting
+    ("How do I reset my password?", "Need help finding my password"),
+    ("Can I change my delivery address?", "Is there an option to confirm my delivery address?"),
+    ("How do I reset my password?", "What's the best way to reset my password?"),  # a superlative asks more
+])
+def test_what_the_frames_wrap_still_counts(cached: str, query: str) -> None:
+    assert not _served(cached, query), (analyze(cached).surface, analyze(query).surface)
