@@ -3,7 +3,8 @@
 The small English model mislabels some constructions, read here by general grammar: a passive whose
 subject it labels `nsubj` (`how are refunds processed`, `was my payment received`), the expletive `it`
 of `is it possible to V` / `does it take … to V` (it stands for the clause: nobody is named), a
-controlled verb's doer taken from its head (`does my landlord need to give`, `am I allowed to work`),
+controlled verb's doer taken from its head (`does my landlord need to give`, `am I allowed to work`)
+or from the person it tells (`can you show me how to reset`: I reset),
 and `by` with a bare noun, which names the means (`by phone`), not a doer.
 """
 
@@ -24,6 +25,10 @@ def doer_and_object(verb: Any) -> tuple[Any | None, Any | None]:
     head = verb
     while not passive and subj is None and head.dep_ in ("xcomp", "conj", "acomp") and head.head is not head:
         below, head = head, head.head  # "does my landlord need to give …": the subject of `need` gives
+        told = _told(head, below)
+        if told is not None:
+            subj = told  # "can you tell me how to reset …": the one told resets
+            break
         subj = _controller(head)
         if below.dep_ == "xcomp" and _expletive(subj, head):
             subj = None  # "is it possible to bring …": `it` stands for the clause, nobody acts
@@ -37,6 +42,18 @@ def doer_and_object(verb: Any) -> tuple[Any | None, Any | None]:
         if by is not None and not _means(by):
             subj = by
     return subj, obj
+
+
+_OBJECT_PRONOUNS = frozenset({"me", "you", "him", "her", "us", "them"})
+
+
+def _told(head: Any, below: Any) -> Any | None:
+    """Object control: in `tell / show / ask / want me to V` (and `… me how to V`) the person told
+    does V. Only a personal pronoun is read so (`use my card to pay`: the card does not pay)."""
+    if below.dep_ != "xcomp":
+        return None
+    return next((c for c in head.children if c.dep_ in ("dobj", "dative") and c.i < below.i
+                 and c.text.lower() in _OBJECT_PRONOUNS), None)
 
 
 def _means(t: Any) -> bool:

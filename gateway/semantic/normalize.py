@@ -88,10 +88,12 @@ _COURTESY = re.compile(
     rf"|\bi\s+(?:was|am)\s+(?:just\s+)?wondering\s+(?={_WH})", re.I)
 _ANY_WAY = re.compile(r"\bis\s+there\s+(?:any|an?)\s+(?:way|option|possibility)\b", re.I)
 # a greeting before the question and a sign-off after it: `Dear support team, …`, `… Best regards`
-_GREETING = re.compile(r"^\s*(?:dear|hello|hi|hey|good\s+(?:morning|afternoon|evening))(?:\s+[a-z]+){0,3}\s*[,!:]\s*",
-                       re.I)
+# (`Hello team,`: up to two words that are no person of the question: `Hi, my manager …` keeps `my manager`)
+_GREETING = re.compile(r"^\s*(?:dear|hello|hi|hey|good\s+(?:morning|afternoon|evening))"
+                       r"(?:\s+(?!(?:my|i|we|our|your|me|us)\b)[a-z]+){0,2}\s*[,!:]\s*", re.I)
+# (a name may follow: `Best regards, Ana`; anything longer stays)
 _SIGN_OFF = re.compile(r"(?<=[.?!,])\s*(?:(?:best|kind|warm)\s+regards|regards|cheers|many\s+thanks|thanks|thank\s+you"
-                       r"|(?:please|kindly)\s+advise)\b[\s\w,.!]{0,30}$", re.I)
+                       r"|(?:please|kindly)\s+advise)\b(?:[\s,.!]+[a-z]+){0,2}[\s.!]*$", re.I)
 _URGENT = re.compile(r"\b(?:asap|as\s+soon\s+as\s+possible)\b", re.I)
 # `how would I go about resetting …` / `need help resetting …` / `I'm trying to reset …`: the action is asked
 _GO_ABOUT = re.compile(r"\bgo\s+about\s+(?=\w+ing\b)", re.I)

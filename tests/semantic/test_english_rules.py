@@ -193,3 +193,15 @@ def test_greetings_sign_offs_and_framing_verbs_ask_nothing(cached: str, query: s
 ])
 def test_what_the_frames_wrap_still_counts(cached: str, query: str) -> None:
     assert not _served(cached, query), (analyze(cached).surface, analyze(query).surface)
+
+
+def test_the_person_told_does_what_follows() -> None:
+    # object control: `tell / show / ask me to V` and `… me how to V`
+    shown = structure.frame("Can you show me how to reset my password?", "en")
+    assert shown is not None and ("reset", "1", "password") in shown.roles
+    asked = structure.frame("Can my landlord ask me to leave?", "en")
+    assert asked is not None and ("leave", "1", None) in asked.roles
+    used = structure.frame("Can I use my card to pay?", "en")  # a thing is no one told
+    assert used is not None and ("pay", "1", None) in used.roles
+    assert _served("How do I reset my password?", "Would you be able to tell me how to reset my password?")
+    assert not _served("Can my landlord ask me to leave?", "Can I ask my landlord to leave?")
