@@ -34,6 +34,7 @@ evidence allows it (`gateway.semantic.evidence`).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -132,6 +133,8 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
             return "negation", al
         if _scope_changed(a, b, al):
             return "scope", al
+        if a.lang == "en" and _modality(a) != _modality(b) and None not in (_modality(a), _modality(b)):
+            return "modality", al  # `can I bring my own food?` / `do I have to bring my own food?`
     if not al.unmatched_a and not al.unmatched_b and (
             _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):
         return "role_swap", al
@@ -255,6 +258,29 @@ def _scope_changed(a: Analysis, b: Analysis, al: Alignment) -> bool:
     if a.lang == "zh":
         return any((w in a.text) != (w in b.text) for w in ZH_SCOPE)
     return False
+
+
+_WH_WORDS = frozenset("how what where when why which who whom whose".split())  # noqa: SIM905
+_OBLIGED = re.compile(r"\b(?:must|should|ought|(?:have|has|had|need|needs)\s+to|required|necessary|mandatory"
+                      r"|obligatory|compulsory)\b")
+_ALLOWED = re.compile(r"\b(?:can|could|may|able|allowed|permitted|possible|ok|okay)\b")
+
+
+@lru_cache(maxsize=8192)
+def _modality_of(surface: str) -> str | None:
+    if any(w in _WH_WORDS for w in surface.split()):
+        return None  # `how can I …` and `how do I …` ask the same: the modal frames a method
+    if _OBLIGED.search(surface):
+        return "obliged"
+    return "allowed" if _ALLOWED.search(surface) else None
+
+
+def _modality(a: Analysis) -> str | None:
+    """What a yes/no question asks of its action: whether it is allowed or possible (`can I`, `may I`,
+    `am I able to`, `is it possible to`) or whether it is required or advised (`must I`, `do I have
+    to`, `do I need to`, `should I`, `is it necessary`). The modals are function words, so without this
+    `can I bring my own food?` and `do I have to bring my own food?` would be one question."""
+    return _modality_of(a.surface)
 
 
 def _roles_swapped(a: Analysis, b: Analysis) -> bool:

@@ -205,3 +205,23 @@ def test_the_person_told_does_what_follows() -> None:
     assert used is not None and ("pay", "1", None) in used.roles
     assert _served("How do I reset my password?", "Would you be able to tell me how to reset my password?")
     assert not _served("Can my landlord ask me to leave?", "Can I ask my landlord to leave?")
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Can I bring my own food?", "Do I need to bring my own food?"),
+    ("Can I cancel my booking?", "Should I cancel my booking?"),
+    ("Am I able to return the car with an empty tank?", "Do I have to return the car with an empty tank?"),
+    ("May I leave my bags at reception?", "Must I leave my bags at reception?"),
+])
+def test_allowed_and_obliged_are_two_questions(cached: str, query: str) -> None:
+    assert guard.decide(cached, query, 0.99, 0.6).reason == "modality"
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Can I bring my own food?", "Is it possible to bring my own food?"),
+    ("Do I need to bring my passport?", "Do I have to bring my passport?"),
+    ("How can I reset my password?", "How should I reset my password?"),  # a method either way
+    ("Can I get a refund?", "Do I get a refund?"),
+])
+def test_one_modality_said_two_ways_is_one_question(cached: str, query: str) -> None:
+    assert _served(cached, query)
