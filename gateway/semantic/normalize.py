@@ -35,6 +35,8 @@ word that is only on one side still counts as a change.
 - Comparisons with a number: `above` / `more than` / `greater than` / `in excess of` before a number
   are `over`; `below` / `less than` / `fewer than` / `lower than` are `under` (the number is compared
   on its own; `over` / `under` stay opposites). `twice` / `thrice` are `2 times` / `3 times`.
+- `am I allowed / permitted to V` is `can I V` (also `is my son allowed to`), `is it necessary /
+  required to V` is `do I need to V`: permission and need said with an adjective.
 - `unable` / `impossible` are `not able` / `not possible`: the negation of two function words (`able`,
   `possible`, like `can`), so `I'm unable to log in` says `I can't log in`.
 - Amounts and times said in words: `20 dollars` / `20 USD` are `$20`, `20 euros` / `20 EUR` are `€20`
@@ -114,6 +116,11 @@ _DOZEN = re.compile(r"\b(half\s+)?a\s+dozen\b", re.I)
 _ORDINAL_TENS = re.compile(r"\b([2-9]0)[\s-]+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)\b", re.I)
 _CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
 _NOON = re.compile(r"\b(noon|midday|midnight)\b", re.I)
+# permission and need said with an adjective: `am I allowed to V` asks `can I V`, `is it necessary to V`
+# asks `do I need to V` (the modality stays what it was: `modality` in the guard compares it)
+_ALLOWED_TO = re.compile(r"\b(?:am|is|are)\s+((?:i|we|you|he|she|they|(?:my|our|your|his|her|their|the)\s+[a-z]+)\s+)"
+                         r"(?:allowed|permitted)\s+to\b", re.I)
+_NECESSARY_TO = re.compile(r"\bis\s+it\s+(?:necessary|required|mandatory|compulsory)\s+(?:for\s+me\s+)?to\b", re.I)
 _NOT_ABLE = re.compile(r"\b(?:un(able)|im(possible))\b", re.I)
 
 
@@ -156,6 +163,8 @@ def english(text: str) -> str:
     text = _ORDINAL_TENS.sub(lambda m: f"{int(m.group(1)) + _ORDINAL_WORDS[m.group(2).lower()]}th", text)
     text = _CLOCK.sub(_clock, text)
     text = _NOON.sub(lambda m: "0:00" if m.group(1).lower() == "midnight" else "12:00", text)
+    text = _ALLOWED_TO.sub(r"can \1", text)
+    text = _NECESSARY_TO.sub("do i need to", text)
     text = _NOT_ABLE.sub(lambda m: f"not {m.group(1) or m.group(2)}", text)
     text = _TIMES.sub(lambda m: "2 times" if m.group(1).lower() == "twice" else "3 times", text)
     return _PERCENT.sub("%", text)

@@ -225,3 +225,21 @@ def test_allowed_and_obliged_are_two_questions(cached: str, query: str) -> None:
 ])
 def test_one_modality_said_two_ways_is_one_question(cached: str, query: str) -> None:
     assert _served(cached, query)
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Can I bring my dog on the bus?", "Am I allowed to bring my dog on the bus?"),
+    ("Can my son drive my rental car?", "Is my son allowed to drive my rental car?"),
+    ("Do I need to bring my passport?", "Is it necessary to bring my passport?"),
+])
+def test_permission_and_need_said_with_an_adjective(cached: str, query: str) -> None:
+    assert _served(cached, query)
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("Am I allowed to bring my dog on the bus?", "Do I have to bring my dog on the bus?"),
+    ("Is it necessary to bring my passport?", "Can I bring my passport?"),
+    ("Can I drive my son's rental car?", "Is my son allowed to drive my rental car?"),  # another driver
+])
+def test_permission_need_and_parties_still_differ(cached: str, query: str) -> None:
+    assert not _served(cached, query)
