@@ -81,7 +81,7 @@ def _figures(rows: list[dict[str, object]]) -> dict[str, dict[str, float]]:
 # their first looks, and held-out 9 since the default changed after its first look: they check those
 # rules now, they do not measure them blind (docs/semantic-cache.md).
 RECALL_FLOOR = {"dev": 0.17, "heldout": 0.37, "heldout2": 0.38, "heldout3": 0.36, "heldout4": 0.27,
-                "heldout5": 0.30, "heldout6": 0.40, "heldout7": 0.96, "heldout8": 0.50, "heldout9": 0.21}
+                "heldout5": 0.31, "heldout6": 0.40, "heldout7": 0.96, "heldout8": 0.50, "heldout9": 0.21}
 
 
 @pytest.mark.parametrize("split", list(RECALL_FLOOR))
