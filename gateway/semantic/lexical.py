@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gateway.semantic import normalize
-from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP
+from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP, english_words
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RE = re.compile(f"[{HAN}]")
@@ -263,8 +263,6 @@ def _function_word_slip(low: str) -> str | None:
     word, or more than one edit away)."""
     if not low.isalpha() or len(low) < 3 or len(low) > 8:
         return None
-    from gateway.semantic.lexicon import english_words  # loaded with the guard's other lists
-
     if low in english_words():
         return None
     stops = _long_stop_words()
