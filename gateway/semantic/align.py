@@ -81,14 +81,19 @@ def same_word(a: Token, b: Token) -> bool:
 
 def contracted(short: str, long_: str) -> bool:
     """An abbreviation by contraction (`appt` / `appointment`, `acct` / `account`, `svc` / `service`,
-    `hrs` / `hours`): three to five letters that are no English word, the long word's first letter
+    `hrs` / `hours`): three to five letters no dictionary here knows, the long word's first letter
     first and every letter in the long word's order, the long word at least two letters longer."""
     if not 3 <= len(short) <= 5 or len(long_) < len(short) + 2 or short[0] != long_[0]:
         return False
-    if short in english_words() or long_ not in english_words():
+    if _known(short) or long_ not in english_words():
         return False
     rest = iter(long_[1:])
     return all(c in rest for c in short[1:])
+
+
+def _known(word: str) -> bool:
+    """A word some dictionary here knows (the word list, WordNet's table, LemmInflect's lemmas)."""
+    return word in english_words() or word in wordnet_senses() or bool(lemmas(word))
 
 
 @lru_cache(maxsize=65536)
@@ -126,9 +131,10 @@ def _compound(tok: Token, others: list[Token]) -> list[int] | None:
 
 def _blend(tok: Token, others: list[Token]) -> list[int] | None:
     """Indexes of two adjacent words in `others` whose beginnings, two letters or more each, spell `tok`
-    (`amex` ← American Express, `fedex` ← Federal Express); `tok` is no English word."""
+    (`fedex` ← Federal Express); `tok` is no word any dictionary here knows (WordNet's `amex` is the
+    American Stock Exchange)."""
     word = tok.raw
-    if not (4 <= len(word) <= 8 and word.isalpha()) or word in english_words():
+    if not (4 <= len(word) <= 8 and word.isalpha()) or _known(word):
         return None
     for k in range(len(others) - 1):
         x, y = others[k], others[k + 1]

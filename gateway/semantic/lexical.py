@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gateway.semantic import normalize
-from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP, english_words
+from gateway.semantic.lean_tables import noun_verb_lemmas
+from gateway.semantic.lexicon import (
+    EN_NEGATORS,
+    EN_STOP,
+    ZH_A_NOT_A,
+    ZH_NEGATORS,
+    ZH_STOP,
+    english_words,
+    wordnet_senses,
+)
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RE = re.compile(f"[{HAN}]")
@@ -263,8 +272,8 @@ def _function_word_slip(low: str) -> str | None:
     word, or more than one edit away)."""
     if not low.isalpha() or len(low) < 3 or len(low) > 8:
         return None
-    if low in english_words():
-        return None
+    if low in english_words() or low in wordnet_senses() or noun_verb_lemmas(low):
+        return None  # a word some dictionary knows (`whey`, `kindle`) is no slip, whatever it is one edit from
     stops = _long_stop_words()
     for n in (len(low) - 1, len(low), len(low) + 1):
         for w in stops.get(n, ()):
