@@ -66,6 +66,8 @@ def same_word(a: Token, b: Token) -> bool:
     short = x if len(x) <= len(y) else y
     if len(short) >= 5 and (x.startswith(y) or y.startswith(x)):
         return True  # germany/german, emails/email
+    if contracted(x, y) or contracted(y, x):
+        return True  # appt/appointment, acct/account, hrs/hours
     if len(short) >= 3 and abs(len(x) - len(y)) <= 1:
         words = english_words()
         if x in words and y in words:
@@ -80,6 +82,23 @@ def same_word(a: Token, b: Token) -> bool:
             return False
         return edits <= limit
     return False
+
+
+def contracted(short: str, long_: str) -> bool:
+    """An abbreviation by contraction (`appt` / `appointment`, `acct` / `account`, `svc` / `service`,
+    `hrs` / `hours`): three to five letters no dictionary here knows, the long word's first letter
+    first and every letter in the long word's order, the long word at least two letters longer."""
+    if not 3 <= len(short) <= 5 or len(long_) < len(short) + 2 or short[0] != long_[0]:
+        return False
+    if _known(short) or long_ not in english_words():
+        return False
+    rest = iter(long_[1:])
+    return all(c in rest for c in short[1:])
+
+
+def _known(word: str) -> bool:
+    """A word some dictionary here knows (the word list, WordNet's table, LemmInflect's lemmas)."""
+    return word in english_words() or word in wordnet_senses() or bool(lemmas(word))
 
 
 @lru_cache(maxsize=65536)
@@ -106,7 +125,7 @@ def synonyms(x: str, y: str) -> bool:
 def _compound(tok: Token, others: list[Token]) -> list[int] | None:
     """Two adjacent words on the other side written as one here: `setup` / `set up`, `login` / `log in`."""
     word = tok.raw
-    if len(word) < 5 or not word.isalpha():
+    if len(word) < 4 or not word.isalpha():
         return None
     for k in range(len(others) - 1):
         x, y = others[k], others[k + 1]
@@ -115,17 +134,49 @@ def _compound(tok: Token, others: list[Token]) -> list[int] | None:
     return None
 
 
+def _blend(tok: Token, others: list[Token]) -> list[int] | None:
+    """Indexes of two adjacent words in `others` whose beginnings, two letters or more each, spell `tok`
+    (`fedex` ← Federal Express); `tok` is no word any dictionary here knows (WordNet's `amex` is the
+    American Stock Exchange)."""
+    word = tok.raw
+    if not (4 <= len(word) <= 8 and word.isalpha()) or _known(word):
+        return None
+    for k in range(len(others) - 1):
+        x, y = others[k], others[k + 1]
+        if x.stop or y.stop or x.han or y.han or x.number or y.number:
+            continue
+        for cut in range(2, len(word) - 1):
+            head, tail = word[:cut], word[cut:]
+            if x.raw.startswith(head) and y.raw.startswith(tail) and (len(x.raw) > cut or len(y.raw) > len(tail)):
+                return [k, k + 1]
+    return None
+
+
 def _acronym(tok: Token, others: list[Token]) -> list[int] | None:
-    """Indexes of a run of words in `others` whose initials spell `tok` (`rpm` ← requests per minute)."""
+    """Indexes of a run of words in `others` whose initials spell `tok` (`rpm` ← requests per minute),
+    short function words inside the run skipped (`eta` ← estimated time of arrival)."""
     word = tok.raw
     if not (2 <= len(word) <= 5 and word.isalpha()):
         return None
-    n = len(word)
-    for start in range(len(others) - n + 1):
-        run = others[start : start + n]
-        if all(not t.han and not t.number and t.raw[:1] == word[k] for k, t in enumerate(run)):
-            return list(range(start, start + n))
+    for start in range(len(others)):
+        run, k, j = [], 0, start
+        while k < len(word) and j < len(others):
+            t = others[j]
+            if t.han or t.number:
+                break
+            if t.raw[:1] == word[k]:
+                run.append(j)
+                k += 1
+            elif not (run and t.raw in _ACRONYM_GAP):
+                break
+            j += 1
+        if k == len(word) and run[0] == start:
+            return list(range(start, run[-1] + 1))
     return None
+
+
+# function words an acronym skips inside its run (`ETA` ← estimated time of arrival)
+_ACRONYM_GAP = frozenset({"of", "and", "for", "the", "to", "in", "on", "at", "&"})
 
 
 def align(a: Analysis, b: Analysis) -> Alignment:
@@ -166,18 +217,24 @@ def align(a: Analysis, b: Analysis) -> Alignment:
                 matched_b.add(j)
                 canon_b[j] = a.tokens[i].text
                 break
-    # 3. acronyms, either way
+    # 3. acronyms and blends, either way
     for i in a_content:
-        if i not in matched_a and (run := _acronym(a.tokens[i], b.tokens)):
+        if i not in matched_a and (run := _acronym(a.tokens[i], b.tokens) or _blend(a.tokens[i], b.tokens)):
             matched_a.add(i)
             matched_b.update(j for j in run if j in b_content)
             for j in run:
                 canon_b[j] = a.tokens[i].text
     for j in b_content:
-        if j not in matched_b and (run := _acronym(b.tokens[j], a.tokens)):
+        if j not in matched_b and (run := _acronym(b.tokens[j], a.tokens) or _blend(b.tokens[j], a.tokens)):
             matched_b.add(j)
             matched_a.update(i for i in run if i in a_content)
             canon_b[j] = " ".join(a.tokens[i].text for i in run)
+
+    # 3b. a light `make` before a noun that names the other side's action (`make a payment` / `pay`)
+    for own, other, content, mine in ((a, b, a_content, matched_a), (b, a, b_content, matched_b)):
+        for i in content:
+            if i not in mine and (k := _light_make(own.tokens, i, other.tokens)) is not None and k in mine:
+                mine.add(i)
 
     seq_a = [t.text for t in a.tokens]
     ops = difflib.SequenceMatcher(None, seq_a, canon_b, autojunk=False).get_opcodes()
@@ -211,6 +268,24 @@ def align(a: Analysis, b: Analysis) -> Alignment:
             bridge = True
     return Alignment([a.tokens[i] for i in unmatched_a], [b.tokens[j] for j in unmatched_b],
                      len(matched_a), matcher.ratio(), changed)
+
+
+_MAKE = frozenset({"make", "makes", "made", "making"})
+
+
+def _light_make(own: list[Token], i: int, others: list[Token]) -> int | None:
+    """`make` with the noun right after it (articles aside) naming an action the other question says
+    as its own verb (`make a payment` / `pay`, `make a reservation` / `reserve`): that noun's index.
+    Only a derived form counts, not the same noun (`make a payment` / `take a payment`), and only when
+    the other question has no `make` of its own."""
+    if own[i].raw not in _MAKE or any(t.raw in _MAKE for t in others):
+        return None
+    k = next((n for n in range(i + 1, len(own)) if not own[n].stop), None)
+    if k is None or own[k].han or own[k].number or own[k].entity:
+        return None
+    noun = own[k]
+    linked = [t for t in others if not t.stop and not t.han and t.text != noun.text and same_word(noun, t)]
+    return k if linked and not any(t.text == noun.text for t in others) else None
 
 
 def _function_word_slip(xs: list[Token], ys: list[Token]) -> bool:

@@ -11,8 +11,6 @@ is compared with the new question word by word (`gateway.semantic.align`) and re
 - one is negated and the other is not (`not`, `without`, `不`, `没有` …; yes/no forms such as
   `会不会` are not negations);
 - one says a word and the other its opposite (`on`/`off`, `import`/`export`, `开启`/`关闭` …);
-- one asks what is allowed and the other what is required (`can I stay in the car` / `do I have to
-  stay in the car`: English modals of permission against those of obligation);
 - a tenant's mutually exclusive terms differ (plans, products, regions: policy `exclusive_terms`);
 - two terms swapped places in the same sentence frame (`from monthly to annual` / `from annual to monthly`);
 - the question is a near-copy of the cached one with some content word changed: the token sequences
@@ -36,6 +34,7 @@ evidence allows it (`gateway.semantic.evidence`).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -111,9 +110,12 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         if a.numbers != b.numbers:
             return "number", None
         return (None, None) if _quotes_agree(a, b) else ("quoted", None)
-    if a.numbers != b.numbers and a.lang == "en" and "1" in (*a.numbers, *b.numbers):
-        # `a month` on one side, `1 month` on the other: the same quantity (`normalize.ones_as_articles`)
-        ta, tb = normalize.ones_as_articles(a.text, b.text, stem)
+    if a.numbers != b.numbers and a.lang == "en":
+        # `a month` / `1 month`, `the second bag` / `the 2nd bag`: one quantity or ordinal said two ways
+        # (`normalize.ones_as_articles`, `normalize.ordinals_as_digits`)
+        ta, tb = normalize.units_as_other(*normalize.ordinals_as_digits(a.text, b.text))
+        if "1" in (*a.numbers, *b.numbers):
+            ta, tb = normalize.ones_as_articles(ta, tb, stem)
         if (ta, tb) != (a.text, b.text):
             a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers and a.lang == "zh" and "1" in (*a.numbers, *b.numbers):
@@ -127,8 +129,6 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         return "quoted", None
     if _opposites(a, b):
         return "antonym", None
-    if _modality_differs(a, b):
-        return "modality", None
     if exclusive_terms and _exclusive(a, b, exclusive_terms):
         return "exclusive_terms", None
     al = align(a, b)
@@ -138,6 +138,8 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
             return "negation", al
         if _scope_changed(a, b, al):
             return "scope", al
+        if a.lang == "en" and _modality(a) != _modality(b) and None not in (_modality(a), _modality(b)):
+            return "modality", al  # `can I bring my own food?` / `do I have to bring my own food?`
     if not al.unmatched_a and not al.unmatched_b and (
             _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):
         return "role_swap", al
@@ -229,25 +231,6 @@ def _opposites(a: Analysis, b: Analysis) -> bool:
     return False
 
 
-# English modals (closed classes of the grammar): what one may do against what one must do. A question
-# with neither (`how do I …`) is compared with both, so only a pair that names one class on one side and
-# only the other class on the other differs.
-_PERMISSION = frozenset({"can", "could", "may", "might"})
-_OBLIGATION = frozenset({"must", "should", "ought", "have to", "has to", "need to", "needs to", "got to"})
-
-
-def _modality(a: Analysis) -> tuple[bool, bool]:
-    words = _word_set(a.text)
-    return bool(words & _PERMISSION), bool(words & _OBLIGATION)
-
-
-def _modality_differs(a: Analysis, b: Analysis) -> bool:
-    if a.lang != "en" or b.lang != "en":
-        return False
-    (pa, oa), (pb, ob) = _modality(a), _modality(b)
-    return (pa and not oa and ob and not pb) or (oa and not pa and pb and not ob)
-
-
 # the particles that turn a verb into its opposite (`off` of `turn off`, `out` of `log out`)
 _POLAR = frozenset(term.split()[-1] for pair in EN_ANTONYMS for term in pair if " " in term)
 
@@ -282,6 +265,32 @@ def _scope_changed(a: Analysis, b: Analysis, al: Alignment) -> bool:
     return False
 
 
+_WH_WORDS = frozenset("how what where when why which who whom whose".split())  # noqa: SIM905
+_OBLIGED = re.compile(r"\b(?:must|should|ought|(?:have|has|had|need|needs)\s+to|required|necessary|mandatory"
+                      r"|obligatory|compulsory)\b")
+_ALLOWED = re.compile(r"\b(?:can|could|may|able|allowed|permitted|possible|ok|okay)\b")
+
+
+@lru_cache(maxsize=8192)
+def _modality_of(surface: str) -> str | None:
+    obliged, allowed = _OBLIGED.search(surface), _ALLOWED.search(surface)
+    first = min((m.start() for m in (obliged, allowed) if m is not None), default=None)
+    if first is None:
+        return None
+    if any(w in _WH_WORDS for w in surface[:first].split()):
+        return None  # `how can I …` and `how do I …` ask the same: the modal frames a method
+    # (a wh-word after the modal opens a clause of its own: `can I stay in my car when I pick up?`)
+    return "obliged" if obliged else "allowed"
+
+
+def _modality(a: Analysis) -> str | None:
+    """What a yes/no question asks of its action: whether it is allowed or possible (`can I`, `may I`,
+    `am I able to`, `is it possible to`) or whether it is required or advised (`must I`, `do I have
+    to`, `do I need to`, `should I`, `is it necessary`). The modals are function words, so without this
+    `can I bring my own food?` and `do I have to bring my own food?` would be one question."""
+    return _modality_of(a.surface)
+
+
 def _roles_swapped(a: Analysis, b: Analysis) -> bool:
     """The same terms in exchanged roles: `from monthly to annual` / `from annual to monthly`."""
     ra, rb = _roles(a), _roles(b)
@@ -290,8 +299,29 @@ def _roles_swapped(a: Analysis, b: Analysis) -> bool:
     for frame, after_a in ra.items():
         after_b = rb.get(frame)
         if after_b is not None and after_a != after_b and after_b in words_a and after_a in words_b:
+            if a.lang == "en" and (after_a in _phrase(b, frame) or after_b in _phrase(a, frame)):
+                # the term is still inside that frame's phrase on the other side, only later in it
+                # (`after it has shipped` / `after my order has shipped`, `to watch` / `for me to
+                # download … watch`): nothing left its role
+                continue
             return True
     return False
+
+
+def _phrase(a: Analysis, frame: str) -> frozenset[str]:
+    """The content words after the first `frame` word of an English question, up to the next frame
+    word: `from monthly to annual` → {monthly} for `from`."""
+    toks = a.tokens
+    start = next((i for i, t in enumerate(toks) if t.raw == frame), None)
+    if start is None:
+        return frozenset()
+    out: set[str] = set()
+    for t in toks[start + 1 :]:
+        if t.raw in EN_FRAME:
+            break
+        if not t.stop:
+            out.add(t.text)
+    return frozenset(out)
 
 
 def _roles(a: Analysis) -> dict[str, str]:

@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gateway.semantic import normalize, normalize_zh
-from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP
+from gateway.semantic.lean_tables import noun_verb_lemmas
+from gateway.semantic.lexicon import (
+    EN_NEGATORS,
+    EN_STOP,
+    ZH_A_NOT_A,
+    ZH_NEGATORS,
+    ZH_STOP,
+    english_words,
+    wordnet_senses,
+)
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RE = re.compile(f"[{HAN}]")
@@ -53,7 +62,7 @@ _BARE_NEG = re.compile(r"\b(do|does|did|is|are|was|were|has|have|had|could|would
 _NUMBER_ABBR = re.compile(r"\b(my|your|our|their|his|her|its|the|this|that)\s+no\.(?=\s|$)", re.I)
 _QUOTED = re.compile(r"[\"“”「『`]([^\"“”「」『』`]{1,80})[\"“”」』`]")
 _URL = re.compile(r"(?:https?://\S+|(?<![\w/])/[\w.-]+(?:/[\w.{}-]+)+)")
-_TOKEN = re.compile(rf"[{HAN}]+|[A-Za-z0-9$%]+(?:[._][A-Za-z0-9]+)*|[$%]")
+_TOKEN = re.compile(rf"[{HAN}]+|[A-Za-z0-9$%€£]+(?:[._][A-Za-z0-9]+)*|[$%€£]")
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th)$")
 
@@ -183,7 +192,7 @@ def _en_numbers(text: str) -> str:
 
 _SEP = re.compile(r"[_-]+")
 _DOTTED = re.compile(r"[A-Za-z]+(?:\.[A-Za-z]+)+")
-_PARTS = re.compile(r"\d+(?:st|nd|rd|th)\b|\d+(?:\.\d+)*|[A-Za-z]+|[$%]")
+_PARTS = re.compile(r"\d+(?:st|nd|rd|th)\b|\d+(?:\.\d+)*|[A-Za-z]+|[$%€£]")
 
 
 @lru_cache(maxsize=65536)
@@ -255,7 +264,53 @@ def _latin_token(orig: str, low: str, lang: str, compound: bool, sentence_start:
         or any(c.isupper() for c in orig[1:])
         or (orig[:1].isupper() and not sentence_start)
     )
+    if low not in EN_STOP and not entity and (slip := _function_word_slip(low)) is not None:
+        return Token(slip, low, stop=True)  # `wher` for `where`, `teh` for `the`
     return Token(stem(low), low, stop=low in EN_STOP, neg=low in EN_NEGATORS, entity=entity and low not in EN_STOP)
+
+
+@lru_cache(maxsize=1)
+def _long_stop_words() -> dict[int, tuple[str, ...]]:
+    by_len: dict[int, list[str]] = {}
+    for w in EN_STOP:
+        if len(w) >= 3:
+            by_len.setdefault(len(w), []).append(w)
+    return {n: tuple(sorted(ws)) for n, ws in by_len.items()}
+
+
+@lru_cache(maxsize=65536)
+def _function_word_slip(low: str) -> str | None:
+    """A misspelt function word (`wher`, `ther`, `whta`, `teh`): a token that is no English word and
+    of four letters or more and one edit from a function word of as many (three letters: two of them
+    swapped, `teh`; `hrs` is an abbreviation, not `hers` misspelt). Function words
+    carry no content, so the slip is one too; a content word is never made one (it would be a real
+    word, or more than one edit away)."""
+    if not low.isalpha() or len(low) < 3 or len(low) > 8:
+        return None
+    if low in english_words() or low in wordnet_senses() or noun_verb_lemmas(low):
+        return None  # a word some dictionary knows (`whey`, `kindle`) is no slip, whatever it is one edit from
+    stops = _long_stop_words()
+    for n in (len(low) - 1, len(low), len(low) + 1):
+        for w in stops.get(n, ()):
+            if (len(w) >= 4 <= len(low) and _one_edit(low, w)) or (len(w) == 3 == len(low) and _swapped(low, w)):
+                return w
+    return None
+
+
+def _swapped(x: str, y: str) -> bool:
+    diff = [i for i in range(len(x)) if x[i] != y[i]]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and x[diff[0]] == y[diff[1]] and x[diff[1]] == y[diff[0]]
+
+
+def _one_edit(x: str, y: str) -> bool:
+    """One letter inserted, dropped, replaced, or two neighbours swapped."""
+    if len(x) == len(y):
+        diff = sum(p != q for p, q in zip(x, y, strict=True))
+        return diff == 1 or _swapped(x, y)
+    short, long_ = (x, y) if len(x) < len(y) else (y, x)
+    if len(long_) - len(short) != 1:
+        return False
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 # what may count months: a number, or 一 几 半 (`一个月`, `几个月`, `半个月`)

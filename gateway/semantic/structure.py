@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from gateway.semantic.en_roles import doer_and_object
 from gateway.semantic.lean_import import spacy_without_cli, without
 from gateway.semantic.lean_tables import jieba_posseg
 from gateway.semantic.lexicon import ZH_STOP
@@ -187,30 +188,9 @@ def _party(t: Any | None) -> str | None:
 
 def _roles(verb: Any) -> tuple[str, str | None, str | None]:
     """Who acts and what is acted on, with a passive read as its active (`changes were undone by
-    collaborators`: collaborators undo changes)."""
-    kids = list(verb.children)
-    subj = next((c for c in kids if c.dep_ == "nsubj"), None)
-    head = verb
-    while subj is None and head.dep_ in ("xcomp", "conj", "acomp") and head.head is not head:
-        head = head.head  # "does my landlord need to give …": the subject of `need` gives
-        subj = _controller(head)
-    obj = next((c for c in kids if c.dep_ in ("dobj", "obj", "nsubjpass")), None)
-    agent = next((c for c in kids if c.dep_ == "agent"), None)
-    if agent is not None:
-        subj = next((c for c in agent.children if c.dep_ == "pobj"), subj)
+    collaborators`: collaborators undo changes; `gateway.semantic.en_roles`)."""
+    subj, obj = doer_and_object(verb)
     return _verb(verb), _party(subj), _party(obj)
-
-
-def _controller(head: Any) -> Any | None:
-    """Who does a verb controlled by `head`: its subject, also a passive one (`am I allowed to work`:
-    I work) or one the parser hung on its auxiliary (`is my wife allowed to drive`, `is my wife able
-    to drive`: the wife drives)."""
-    kids = list(head.children)
-    found = next((c for c in kids if c.dep_ in ("nsubj", "nsubjpass")), None)
-    for aux in kids:
-        if found is None and aux.dep_ in ("aux", "auxpass"):
-            found = next((c for c in aux.children if c.dep_ in ("nsubj", "nsubjpass")), None)
-    return found
 
 
 def roles_conflict(a: Frame, b: Frame, lang: str = "en") -> bool:

@@ -12,9 +12,10 @@ too: they are what the resource could gain (a link alone does not make a hit: th
 English words are compared by stem (`gateway.semantic.lexical`); Chinese as character runs, every run
 of 1–4 characters one side has and the other lacks. Built-in resources: `wordnet` (the shipped synonym
 table: a shared synset among both words' most frequent senses), `inflection` (LemmInflect's noun and
-verb lemmas: the same word inflected, listed apart because it is not a synonym) and `homophones` (a
-Chinese character replaced in place by one that sounds the same) and `zh_rewrites` (two runs of the texts as
-written that `normalize_zh` rewrites to one). `candidate(name, lang, linked)` registers another.
+verb lemmas: the same word inflected, listed apart because it is not a synonym), `contraction` (an
+abbreviation by contraction: `appt` / `appointment`), `homophones` (a Chinese character replaced in place
+by one that sounds the same) and `zh_rewrites` (two runs of the texts as written that `normalize_zh`
+rewrites to one). `candidate(name, lang, linked)` registers another.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.semantic import normalize_zh
-from gateway.semantic.align import homophones, lemmas, synonyms
+from gateway.semantic.align import contracted, homophones, lemmas, synonyms
 from gateway.semantic.lexical import analyze
 from gateway_dev.bench.semantic import UNRELATED, default_sets
 
@@ -126,6 +127,10 @@ def _inflection(x: str, y: str) -> bool:
     return bool(lemmas(x) & lemmas(y))
 
 
+def _contraction(x: str, y: str) -> bool:
+    return contracted(x, y) or contracted(y, x)
+
+
 def _homophones(x: str, y: str) -> bool:
     return len(x) == 1 and len(y) == 1 and homophones(x, y)
 
@@ -137,7 +142,7 @@ def _zh_rewrites(x: str, y: str) -> bool:
 
 
 BUILT_IN = [Resource("wordnet", "en", _wordnet), Resource("inflection", "en", _inflection),
-            Resource("homophones", "zh", _homophones, in_place=True),
+            Resource("contraction", "en", _contraction), Resource("homophones", "zh", _homophones, in_place=True),
             Resource("zh_rewrites", "zh", _zh_rewrites, raw=True)]
 
 

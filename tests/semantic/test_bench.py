@@ -80,15 +80,15 @@ def _figures(rows: list[dict[str, object]]) -> dict[str, dict[str, float]]:
 # for evidence (the default). Held-out 6, 7 and 8 meet them since the placement rules written after
 # their first looks, and held-out 9 since the default changed after its first look: they check those
 # rules now, they do not measure them blind (docs/semantic-cache.md).
-RECALL_FLOOR = {"dev": 0.18, "heldout": 0.37, "heldout2": 0.39, "heldout3": 0.38, "heldout4": 0.30,
-                "heldout5": 0.29, "heldout6": 0.41, "heldout7": 0.96, "heldout8": 0.52, "heldout9": 0.21}
+RECALL_FLOOR = {"dev": 0.18, "heldout": 0.37, "heldout2": 0.41, "heldout3": 0.38, "heldout4": 0.30,
+                "heldout5": 0.31, "heldout6": 0.41, "heldout7": 0.96, "heldout8": 0.53, "heldout9": 0.22}
 
 
 @pytest.mark.parametrize("split", list(RECALL_FLOOR))
 def test_precision_targets_hold_before_any_evidence(split: str) -> None:
     """Before any evidence (the default state): precision ≥ 0.97 overall and ≥ 0.95 per language,
     hard false hits ≤ 2 %, on the dev pairs and on our own held-out splits (other domains). Recall is
-    pinned at what the same-content lane measures (dev 0.183; held-out 1–6 0.291–0.415): the recall
+    pinned at what the same-content lane measures (dev 0.183; held-out 1–6 0.303–0.418, 9 0.222): the recall
     targets (0.60 dev, 0.40 unseen) are not met before evidence (docs/semantic-cache.md)."""
     from gateway_dev.bench.semantic_pairs import own_pairs
 

@@ -56,3 +56,11 @@ def test_a_rewrite_that_joins_two_operations_is_caught() -> None:
     joined = links.Resource("light verbs and more", "zh", lambda x, y: {x, y} == {"办理", "取消"}, raw=True)
     assert [n[2] for n in links.audit([joined], [("rows", rows)])["light verbs and more"].negatives] \
         == [(("办理", "取消"),)]
+
+
+def test_the_contraction_rule_links_no_differing_words_of_a_hard_negative() -> None:
+    # `appt` / `appointment`: an abbreviation that is no English word, every letter in the long word's order
+    report = links.audit([r for r in links.BUILT_IN if r.name == "contraction"],
+                         links.evaluation_sets())["contraction"]
+    assert report.negatives == []
+    assert links._contraction("appt", "appointment") and not links._contraction("apt", "appointment")
