@@ -63,7 +63,24 @@ def moved(cached: str, query: str, lang: str) -> bool:
     if a is None or b is None:
         return False
     return (_negation_moved(a, b) or _exchanged(a[1], b[1]) or _doer_replaced(a[1], b[1])
-            or _owner_moved(a[1], b[1]) or _stretches_exchanged(a[3], b[3], lang, _verbs(cached, lang)))
+            or _owner_moved(a[1], b[1])
+            or _stretches_exchanged(a[3], _derived_as(b[3], a[3]) if lang == "en" else b[3], lang,
+                                    _verbs(cached, lang)))
+
+
+def _derived_as(units: Sequence[Unit], other: Sequence[Unit]) -> tuple[Unit, ...]:
+    """`units` with each word the other question lacks written as the other's word it derives from or
+    to, by the aligner's prefix rule (`vaccinate` / `vaccine`: stems `vaccinat` / `vaccin`), so that a
+    verb and a noun of the same root exchanged between two places (`deworm … before the vaccine` /
+    `vaccinate … before the deworming`) are seen as an exchange."""
+    mine, theirs = {u[0] for u in units}, {u[0] for u in other}
+    spare = [w for w in theirs - mine if len(w) >= 5]
+    out: list[Unit] = []
+    for word, content, starts in units:
+        if word not in theirs and len(word) >= 5:
+            word = next((w for w in spare if w.startswith(word) or word.startswith(w)), word)
+        out.append((word, content, starts))
+    return tuple(out)
 
 
 # A middle with one of these between two exchanged stretches coordinates them: the order is free

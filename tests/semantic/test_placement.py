@@ -175,3 +175,11 @@ def test_a_negated_verb_takes_a_fixed_expression_as_its_object() -> None:
     kept = (("保修", "v"), ("不", "d"), ("包括", "v"), ("切割器", "l"), ("但", "c"), ("包括", "v"),
             ("显示器", "n"), ("吗", "y"))
     assert not placement._negation_moved(placement._zh_places(tagged), placement._zh_places(kept))
+
+
+def test_a_verb_and_a_noun_of_one_root_exchanged_between_two_places() -> None:
+    """`prepay … before the delivery` / `deliver … before the prepayment`: the aligner matches each word
+    with its derivation, so the exchange is read on the words' shared roots."""
+    assert placement.moved("Do I prepay the order before the delivery?",
+                           "Do I deliver the order before the prepayment?", "en")
+    assert not placement.moved("Can I reschedule the appointment?", "Can I reschedule my appointments?", "en")
