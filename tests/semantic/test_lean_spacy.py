@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
 from gateway.semantic import structure
+
+from ._helpers import eval_questions
 
 _ATTRS = """
 def attrs(doc):
@@ -25,22 +26,10 @@ print(json.dumps([attrs(d) for d in nlp.pipe(json.load(sys.stdin), batch_size=64
 """
 
 
-def _eval_questions() -> list[str]:
-    folder = os.path.join(os.path.dirname(__file__), "..", "data", "eval")
-    texts: set[str] = set()
-    for dirpath, _, names in os.walk(folder):
-        for name in names:
-            if name.endswith(".jsonl"):
-                with open(os.path.join(dirpath, name), encoding="utf-8") as f:
-                    for line in f:
-                        pair = json.loads(line)
-                        texts.update((pair["cached"], pair["query"]))
-    return sorted(texts)
-
 
 def test_lean_pipeline_parses_every_eval_question_as_the_ordinary_load() -> None:
     pytest.importorskip(structure.EN_MODEL)
-    texts = [*_eval_questions(), "Don't you ain't gonna 'cause ya'll ¯\\_(ツ)_/¯ e-mail it 2x @bob #tag https://x.y/z?"]
+    texts = [*eval_questions(), "Don't you ain't gonna 'cause ya'll ¯\\_(ツ)_/¯ e-mail it 2x @bob #tag https://x.y/z?"]
     assert len(texts) > 5000
     done = subprocess.run([sys.executable, "-c", _ORDINARY, structure.EN_MODEL], input=json.dumps(texts),
                           capture_output=True, text=True, timeout=600, check=True)

@@ -15,6 +15,8 @@ import pytest
 from gateway.semantic import lean_tables
 from gateway.semantic.align import homophones, lemmas, synonyms
 
+from ._helpers import eval_questions
+
 _READINGS = """
 import json, sys
 from pypinyin import Style, pinyin, pinyin_dict
@@ -88,24 +90,12 @@ print(json.dumps([[[w.word, w.flag] for w in pseg.cut(t)] for t in texts], ensur
 """
 
 
-def _eval_questions() -> list[str]:
-    folder = os.path.join(os.path.dirname(__file__), "..", "data", "eval")
-    texts: set[str] = set()
-    for dirpath, _, names in os.walk(folder):
-        for name in names:
-            if name.endswith(".jsonl"):
-                with open(os.path.join(dirpath, name), encoding="utf-8") as f:
-                    for line in f:
-                        pair = json.loads(line)
-                        texts.update((pair["cached"], pair["query"]))
-    return sorted(texts)
-
 
 def test_jieba_tags_match_jiebas_own_load_on_every_eval_question() -> None:
     """The compact word → tag table tags every question of the eval sets (English ones too: jieba
     meets mixed text) exactly as jieba loaded the ordinary way, in a process of its own."""
     pytest.importorskip("jieba")
-    texts = _eval_questions()
+    texts = eval_questions()
     assert len(texts) > 5000
     done = subprocess.run([sys.executable, "-c", _JIEBA_TAGS], input=json.dumps(texts), capture_output=True,
                           text=True, timeout=300, check=True)
@@ -153,7 +143,7 @@ def test_jieba_dag_and_frequencies_match_jiebas_own_prefix_dict() -> None:
     for every eval question and for 3,000 runs of dictionary words; the frequencies `calc` reads agree
     (a prefix and an absent string read the same: 0 or None, both `or 1`), and so do the tags."""
     pytest.importorskip("jieba")
-    texts = _eval_questions()
+    texts = eval_questions()
     done = subprocess.run([sys.executable, "-c", _JIEBA_DAGS], input=json.dumps(texts), capture_output=True,
                           text=True, timeout=300, check=True)
     want = json.loads(done.stdout)
