@@ -9,6 +9,8 @@ to be written, the connection is dropped."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 # The import string uvicorn's `http` option takes (workers import it themselves).
@@ -21,10 +23,20 @@ class TlsClosingHttpToolsProtocol(HttpToolsProtocol):
 
     def shutdown(self) -> None:
         idle = self.cycle is None or self.cycle.response_complete
+        tls = _is_tls(self.transport)
         super().shutdown()
-        if idle and self.transport.get_extra_info("sslcontext") is not None:
+        if idle and tls:
             self.loop.call_later(self.close_notify_grace, self._drop)
 
     def _drop(self) -> None:
         if self in self.connections:  # connection_lost has not run: the peer never answered
             self.transport.abort()
+
+
+def _is_tls(transport: Any) -> bool:
+    try:
+        return transport.get_extra_info("sslcontext") is not None
+    except AttributeError:
+        # asyncio's SSL transport whose connection is already gone has no protocol left to ask (its
+        # `_ssl_protocol` is None): there is nothing to drop
+        return False
