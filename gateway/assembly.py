@@ -103,9 +103,13 @@ class Components:
 
     def layer_states(self) -> dict[str, str]:
         """Each layer's state: "ready", or what a lazily loaded layer says ("off", "loading", …)."""
-        # `state` of a stage is its readiness word; a method of that name (a stage's per-request state) is not
-        return {stage.name: state if isinstance(state := getattr(stage, "state", "ready"), str) else "ready"
-                for stage in self.pipeline.stages}
+        # A stage's readiness word is its `readiness`, else its `state`; a method of that name (a stage's
+        # per-request state) is not one
+        words = {}
+        for stage in self.pipeline.stages:
+            word = getattr(stage, "readiness", None) or getattr(stage, "state", "ready")
+            words[stage.name] = word if isinstance(word, str) else "ready"
+        return words
 
     async def _watch_policies(self) -> None:
         while True:

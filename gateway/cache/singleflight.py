@@ -165,6 +165,9 @@ class ReplicaLock:
         self.key = key
         self.ttl = ttl
         self.token = os.urandom(16).hex().encode()
+        self._held = False
+        self._alive: Callable[[], bool] = lambda: True
+        self._timer: asyncio.TimerHandle | None = None
         self._keeper: asyncio.Task[None] | None = None
 
     async def acquire(self, alive: Callable[[], bool] = lambda: True) -> bool | None:
@@ -193,26 +196,45 @@ class ReplicaLock:
         return won, found
 
     def _keep(self, alive: Callable[[], bool]) -> None:
-        self._keeper = asyncio.get_running_loop().create_task(self._keep_alive(alive))
+        # A long generation outlives a short lock: extend it while we still own it. A timer, not a task
+        # sleeping in a loop: nearly every lock is released long before the first extension is due, and
+        # a timer costs one heap entry to set and cancel where a task costs two turns of the loop.
+        self._held, self._alive = True, alive
+        self._arm()
 
-    async def _keep_alive(self, alive: Callable[[], bool]) -> None:
-        # A long generation outlives a short lock: extend it while we still own it.
-        while True:
-            await asyncio.sleep(self.ttl / 3)
-            try:
-                if not alive():
-                    await self.store.delete_if_equals(self.key, self.token)
-                    return
-                if await self.store.get(self.key) != self.token:
-                    return
-                await self.store.expire(self.key, self.ttl)
-            except StoreUnavailable:
-                continue
+    def _arm(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(self.ttl / 3, self._due)
 
-    async def release(self) -> None:
+    def _due(self) -> None:
+        self._timer = None
+        self._keeper = asyncio.get_running_loop().create_task(self._extend())
+
+    async def _extend(self) -> None:
+        try:
+            if not self._alive():
+                await self.store.delete_if_equals(self.key, self.token)
+                return
+            if await self.store.get(self.key) != self.token:
+                return
+            await self.store.expire(self.key, self.ttl)
+        except StoreUnavailable:
+            pass  # tried again at the next tick
+        if self._held:
+            self._arm()
+
+    def _stop_keeping(self) -> bool:
+        """Stop extending; whether the lock was held (acquired and not yet released)."""
+        held, self._held = self._held, False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._keeper is not None:
             self._keeper.cancel()
             self._keeper = None
+        return held
+
+    async def release(self) -> None:
+        if self._stop_keeping():
             with contextlib.suppress(StoreUnavailable):
                 await self.store.delete_if_equals(self.key, self.token)
 
@@ -220,11 +242,9 @@ class ReplicaLock:
         """Store what the lock guarded, then release it, in that order (one round trip where the store
         can): a waiter on another replica takes "no lock" for "the entry is in, or never will be".
         Raises StoreUnavailable when the value was not stored; the lock is released all the same."""
-        if self._keeper is None:
+        if not self._stop_keeping():
             await self.store.set(key, value, ttl=ttl)
             return
-        self._keeper.cancel()
-        self._keeper = None
         try:
             await self.store.set_then_delete_if_equals(key, value, ttl, self.key, self.token)
         except StoreUnavailable:

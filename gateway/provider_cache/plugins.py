@@ -68,7 +68,7 @@ class AnthropicCache:
             return
         placed, plan = anthropic.place(view, lay.stable_end, minimum, self.policy(ctx).ttl,
                                        stage.prices(ctx.provider, "anthropic", ctx.model), template, conversation,
-                                       stage.counter, evidence)
+                                       await stage.counted(), evidence)
         body = self.apply(ctx, original, view, placed, where)
         if body is not original:
             stage.keep_original(ctx, original)
@@ -114,7 +114,7 @@ class OpenAICache:
         else:
             body, bp = openai.place_breakpoints(body, protocol, ctx.model, lay.stable_end,
                                                 stage.prices("openai", "openai", ctx.model), template, conversation,
-                                                stage.counter, evidence)
+                                                await stage.counted(), evidence)
         stage.conversation_seen(ctx, next((m["turn"] for m in (bp or {}).get("markers", []) if m["at"] == "turn"),
                                           None), rec.get("shard"))
         if bp is not None and bp.get("decision") != "skip_client_options":
@@ -161,7 +161,7 @@ class GeminiCache:
         pol = ctx.policy.provider_cache.gemini  # type: ignore[union-attr]
         model = ctx.vendor.upstream_model(ctx.model) if ctx.vendor is not None else ctx.model  # `vertex_ai/` off
         minimum = min_tokens("gemini", model)
-        prefix, tokens = gemini.choose_prefix(body, model, api.scope, lay.stable_end, minimum, stage.counter)
+        prefix, tokens = gemini.choose_prefix(body, model, api.scope, lay.stable_end, minimum, await stage.counted())
         if prefix is None:
             stage.decided(ctx, provider, "skip_min", {"prefix_tokens": tokens, "min_tokens": minimum})
             return

@@ -92,8 +92,8 @@ class ProviderCacheStage(Stage):
 
     # ---- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
-        # Both loads block for a while (tokenizer ~0.3 s, the cost map file ~30 ms): never on the loop.
-        await asyncio.to_thread(self.counter.load)
+        # The cost map file (~30 ms) is read off the loop. The tokenizer is not loaded here: most
+        # requests never count tokens, so the first that does loads it (`counted`).
         try:
             await asyncio.to_thread(lambda: self._book().cost_map)
             self._prices_ready = True
@@ -111,6 +111,16 @@ class ProviderCacheStage(Stage):
         from gateway.accounting import pricing
 
         return pricing.default_book()
+
+    @property
+    def readiness(self) -> str:
+        """This layer's word in /readyz: it serves from the start; the tokenizer's state is beside it."""
+        return f"ready (tokenizer {self.counter.state})"
+
+    async def counted(self) -> TokenCounter:
+        """The token counter, its encoder loaded (in a worker thread, once) if it can be."""
+        await self.counter.ensure()
+        return self.counter
 
     def prices(self, provider: str, vendor: str, model: str) -> CachePrices:
         return prices_for(provider, vendor, model, self._book() if self._prices_ready else None)

@@ -168,7 +168,8 @@ class ClusterStore(RedisStore):
                     break
 
     async def close(self) -> None:
-        await self.lag.stop()
+        if self._lag is not None:  # the others on this loop restart it on their next call
+            await self._lag.stop()
         if self._refresh is not None and not self._refresh.done():
             self._refresh.cancel()
         with contextlib.suppress(RedisError, RedisClusterException, OSError):

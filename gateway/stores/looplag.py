@@ -5,12 +5,16 @@ saturated, every await takes longer (the reply sits in the socket until the loop
 fixed 100 ms deadline then fails calls to a healthy Redis; the circuit breaker opens, the cache
 turns into misses, the misses add upstream work, and the overload feeds itself. Stores therefore
 extend their deadline by a few times the current lag, up to a cap.
+
+The lag is the loop's, not a store's: every store on one loop reads the one sampler `for_loop` gives
+(the response cache's store and the usage flush's were two samplers waking 50 times a second each).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 
 IDLE_S = 2.0  # no store call for this long: sampling stops until the next call
 
@@ -52,3 +56,14 @@ class LoopLag:
             with contextlib.suppress(asyncio.CancelledError, RuntimeError):
                 await self._task
             self._task = None
+
+
+_PER_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopLag] = weakref.WeakKeyDictionary()
+
+
+def for_loop(loop: asyncio.AbstractEventLoop) -> LoopLag:
+    """The one sampler of `loop`, shared by every store that runs on it."""
+    lag = _PER_LOOP.get(loop)
+    if lag is None:
+        lag = _PER_LOOP[loop] = LoopLag()
+    return lag

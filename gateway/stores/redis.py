@@ -34,7 +34,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import MaxConnectionsError, RedisError, ResponseError
 
 from gateway.stores.base import KVStore, StoreBusy, StoreCommandError, StoreUnavailable
-from gateway.stores.looplag import LoopLag
+from gateway.stores.looplag import LoopLag, for_loop
 from gateway.stores.redis_args import DELETE_IF_EQUALS, connection_options, glob_escape, hincr_commands, ms, set_args
 from gateway.stores.redis_batch import TurnBatching
 from gateway.stores.resp import PipelinedRedis
@@ -57,7 +57,7 @@ class RedisStore(TurnBatching, KVStore):
                  client: Redis | None = None, max_extra: float = 1.0) -> None:
         self.timeout = timeout
         self.max_extra = max_extra
-        self.lag = LoopLag()
+        self._lag: LoopLag | None = None  # the running loop's sampler, found on first use (`lag`)
         own_pool = client is None
         if client is None:
             # A plain pool (no waiting for a free connection: past `max_connections` calls in
@@ -73,11 +73,21 @@ class RedisStore(TurnBatching, KVStore):
         self._batch: list[tuple[tuple[Any, ...], asyncio.Future[Any] | None]] | None = None
         self._delete_if_equals = client.register_script(DELETE_IF_EQUALS)
 
+    @property
+    def lag(self) -> LoopLag:
+        """The event loop's lag sampler, shared with the other stores on this loop (a store's
+        connections belong to one loop, so the first one it runs on is the one)."""
+        lag = self._lag
+        if lag is None:
+            lag = self._lag = for_loop(asyncio.get_running_loop())
+        return lag
+
     def deadline(self, items: int = 1) -> float:
         """Seconds this call may take: the timeout, plus our own loop's current lag (three loop
         turns per round trip: send, readable, resume) and 0.2 ms per item beyond the first for
         batches (a flush of hundreds of usage records is not a hung Redis), capped."""
-        return self.timeout + min(self.max_extra, 3 * self.lag.value + 0.0002 * max(0, items - 1))
+        lag = self._lag.value if self._lag is not None else 0.0  # none yet: no call has run on a loop
+        return self.timeout + min(self.max_extra, 3 * lag + 0.0002 * max(0, items - 1))
 
     async def _call(self, op: Callable[[], Awaitable[T]], items: int = 1, read: bool = False) -> T:
         """Run `op` under the deadline. `read`: the command changes nothing, so it may be sent once
@@ -358,7 +368,8 @@ class RedisStore(TurnBatching, KVStore):
         return bool(await self._call(self._r.ping, read=True))
 
     async def close(self) -> None:
-        await self.lag.stop()
+        if self._lag is not None:  # the others on this loop restart it on their next call
+            await self._lag.stop()
         if self._lean is not None:
             await self._lean.close()
         try:

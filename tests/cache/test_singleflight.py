@@ -9,6 +9,7 @@ import pytest
 
 from gateway.answer import Answer, Finish, Start, TextDelta
 from gateway.cache.singleflight import Flight, LeaderFailed, LocalFlights, ReplicaLock, wait_for_remote
+from gateway.stores.base import StoreUnavailable
 from gateway.stores.memory import MemoryStore
 
 ANSWER = Answer(text="hello world", model="m", provider="openai", usage_raw={"completion_tokens": 2})
@@ -120,6 +121,38 @@ async def test_replica_lock_is_exclusive_kept_alive_and_released() -> None:
     assert await store.get("lock") is None
     assert await b.acquire() is True
     await b.release()
+
+
+async def test_a_held_lock_costs_no_task_until_an_extension_is_due() -> None:
+    store = MemoryStore()
+    lock = ReplicaLock(store, "lock", ttl=5)
+    before = len(asyncio.all_tasks())
+    assert await lock.acquire() is True
+    assert len(asyncio.all_tasks()) == before  # a timer, not a sleeping task, per lock held
+    await lock.release()
+    assert lock._timer is None and lock._keeper is None and await store.get("lock") is None
+
+
+async def test_a_vanished_leaders_lock_is_dropped_and_an_outage_only_skips_one_extension() -> None:
+    class Flaky(MemoryStore):
+        failures = 1
+
+        async def expire(self, key: str, ttl: float) -> bool:
+            if self.failures:
+                self.failures -= 1
+                raise StoreUnavailable("down for one call")
+            return await super().expire(key, ttl)
+
+    store = Flaky()
+    open_ = True
+    lock = ReplicaLock(store, "lock", ttl=0.15)
+    assert await lock.acquire(lambda: open_) is True
+    await asyncio.sleep(0.4)  # one extension failed, the next ones went through
+    assert store.failures == 0 and await store.get("lock") == lock.token
+    open_ = False  # the leader's flight is gone without a release
+    await asyncio.sleep(0.1)
+    assert await store.get("lock") is None
+    await lock.release()
 
 
 async def test_wait_for_remote_sees_the_entry_or_the_lock_going_away() -> None:

@@ -16,6 +16,7 @@ from gateway.context import RequestContext
 from gateway.policy.models import TenantPolicy
 from gateway.protocols import get_adapter
 from gateway.provider_cache.stage import ProviderCacheStage
+from gateway.provider_cache.tokens import TokenCounter
 from gateway.providers import ProviderTable
 from gateway.rewrite.stage import RewriteStage
 from gateway.stores import KVStore, open_store
@@ -71,7 +72,7 @@ async def run(stage: ProviderCacheStage, ctx: RequestContext) -> None:
 async def test_anthropic_markers_counted_and_recorded(emu: EmulatorSet, kv: KVStore, tenant: str) -> None:
     settings = settings_for(emu)
     stage = ProviderCacheStage(settings, kv)
-    assert stage.counter.load()  # what start() does, minus litellm's price map (list-price ratios here)
+    assert stage.counter.load()  # what the first request that counts tokens does (list-price ratios here)
     try:
         before = decisions("anthropic", "cache_5m")
         ctx = ctx_for(settings, tenant, anthropic_body(), "anthropic_messages")
@@ -105,6 +106,7 @@ async def test_dead_store_fails_open(emu: EmulatorSet, tenant: str) -> None:
     dead = open_store(Settings(redis_url=free_port_url(), store_timeout=0.05))
     stage = ProviderCacheStage(settings, dead)
     ctx = ctx_for(settings, tenant, anthropic_body(), "anthropic_messages")
+    assert stage.counter.load()  # the tokenizer's one-time load is not what this bound is about
     started = time.perf_counter()
     await run(stage, ctx)
     assert time.perf_counter() - started < 1.0
@@ -119,7 +121,7 @@ async def test_dead_store_fails_open(emu: EmulatorSet, tenant: str) -> None:
 async def test_gemini_create_reference_recover_purge(emu: EmulatorSet, kv: KVStore, tenant: str) -> None:
     settings = settings_for(emu)
     stage = ProviderCacheStage(settings, kv)
-    assert stage.counter.load()  # what start() does, minus litellm's price map (list-price ratios here)
+    assert stage.counter.load()  # what the first request that counts tokens does (list-price ratios here)
     try:
         ctx = ctx_for(settings, tenant, gemini_body(), "gemini", "gemini-2.5-flash", gemini=EXPECTS_REUSE)
         await run(stage, ctx)
@@ -196,3 +198,29 @@ async def test_gemini_creation_waits_until_observed_reuse_pays(emu: EmulatorSet,
     assert seen[4] == "create" and seen[5:] == ["reuse", "reuse"]
     assert emu.calls("gemini.cachedContents.create") == 1
     await stage.stop()
+
+
+async def test_the_tokenizer_loads_on_the_first_request_that_counts(emu: EmulatorSet, kv: KVStore,
+                                                                    tenant: str) -> None:
+    settings = settings_for(emu)
+    stage = ProviderCacheStage(settings, kv, counter=TokenCounter())
+    await stage.start()
+    try:
+        assert stage.counter.state == "on first use" and stage.readiness == "ready (tokenizer on first use)"
+        short = ctx_for(settings, tenant, {"model": "claude-sonnet-4-5", "max_tokens": 5,
+                                           "messages": [{"role": "user", "content": "hi"}]}, "anthropic_messages")
+        await run(stage, short)
+        assert short.record["provider_cache"]["decision"] == "skip_short"
+        body = {"model": "gpt-4o", "messages": [{"role": "system", "content": SYSTEM},
+                                                {"role": "user", "content": "q"}]}
+        keyed = ctx_for(settings, tenant, body, "openai_chat")
+        await run(stage, keyed)  # a prompt cache key needs no token count
+        assert keyed.record["provider_cache"]["decision"] == "key"
+        assert stage.counter.state == "on first use"
+        ctx = ctx_for(settings, tenant, anthropic_body(), "anthropic_messages")
+        await run(stage, ctx)
+        assert stage.counter.exact and stage.readiness == "ready (tokenizer loaded)"
+        assert ctx.record["provider_cache"]["decision"] == "cache_5m"
+        assert [m["at"] for m in ctx.record["provider_cache"]["markers"]] == ["system", "turn"]
+    finally:
+        await stage.stop()

@@ -94,3 +94,18 @@ async def test_sampling_stops_while_nothing_asks_and_starts_again(monkeypatch: p
     lag.ensure_running()
     assert lag._task is not first and not lag._task.done()  # type: ignore[union-attr]
     await lag.stop()
+
+
+async def test_the_stores_on_one_loop_share_one_sampler(redis_server) -> None:  # type: ignore[no-untyped-def]
+    cache, flush = RedisStore(redis_server.url), RedisStore(redis_server.url)
+    try:
+        await cache.set("share:k", b"v")
+        assert await flush.get("share:k") == b"v"
+        assert cache.lag is flush.lag
+        samplers = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "LoopLag._run"]  # type: ignore[union-attr]
+        assert len(samplers) == 1
+        await cache.close()  # stops the shared sampler; the other store's next call starts it again
+        assert await flush.get("share:k") == b"v"
+        assert flush.lag._task is not None and not flush.lag._task.done()
+    finally:
+        await flush.close()
