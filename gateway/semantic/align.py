@@ -63,9 +63,9 @@ def same_word(a: Token, b: Token) -> bool:
         return True  # one noun or verb inflected: movies/movie, bought/buy, booking/book
     if synonyms(x, y):
         return True  # WordNet: the two share a synset among their most frequent senses
-    short = x if len(x) <= len(y) else y
-    if len(short) >= 5 and (x.startswith(y) or y.startswith(x)):
+    if prefix_variant(x, y):
         return True  # germany/german, emails/email
+    short = x if len(x) <= len(y) else y
     if contracted(x, y) or contracted(y, x):
         return True  # appt/appointment, acct/account, hrs/hours
     if len(short) >= 3 and abs(len(x) - len(y)) <= 1:
@@ -82,6 +82,11 @@ def same_word(a: Token, b: Token) -> bool:
             return False
         return edits <= limit
     return False
+
+
+def prefix_variant(x: str, y: str) -> bool:
+    """One word begins with the other, the shorter of five letters or more (`germany` / `german`)."""
+    return min(len(x), len(y)) >= 5 and (x.startswith(y) or y.startswith(x))
 
 
 def contracted(short: str, long_: str) -> bool:

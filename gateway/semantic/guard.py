@@ -138,7 +138,7 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
             return "negation", al
         if _scope_changed(a, b, al):
             return "scope", al
-        if a.lang == "en" and _modality(a) != _modality(b) and None not in (_modality(a), _modality(b)):
+        if a.lang == "en" and (ma := _modality(a)) and (mb := _modality(b)) and ma != mb:
             return "modality", al  # `can I bring my own food?` / `do I have to bring my own food?`
     if not al.unmatched_a and not al.unmatched_b and (
             _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):

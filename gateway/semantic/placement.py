@@ -42,12 +42,14 @@ from functools import lru_cache
 from typing import Any
 
 from gateway.semantic import placement_zh, structure
+from gateway.semantic.align import prefix_variant
 from gateway.semantic.lexical import stem
 
 # (negation scopes, word → its places, every word said: lemmas in English, characters and words in
-# Chinese, the question's sequence of units: (unit, a content unit?, starts a word?))
+# Chinese, the question's sequence of units: (unit, a content unit?, starts a word?), the units the
+# parse reads as verbs: English only, Chinese units being characters)
 Unit = tuple[str, bool, bool]
-Places = tuple[frozenset[str], dict[str, frozenset[str]], frozenset[str], tuple[Unit, ...]]
+Places = tuple[frozenset[str], dict[str, frozenset[str]], frozenset[str], tuple[Unit, ...], frozenset[str]]
 
 _EN_PERSONS = {"i": "i", "me": "i", "myself": "i", "we": "we", "us": "we", "you": "you", "yourself": "you"}
 _EN_POSSESSIVES = {"my": "i", "our": "we", "your": "you"}
@@ -64,21 +66,20 @@ def moved(cached: str, query: str, lang: str) -> bool:
         return False
     return (_negation_moved(a, b) or _exchanged(a[1], b[1]) or _doer_replaced(a[1], b[1])
             or _owner_moved(a[1], b[1])
-            or _stretches_exchanged(a[3], _derived_as(b[3], a[3]) if lang == "en" else b[3], lang,
-                                    _verbs(cached, lang)))
+            or _stretches_exchanged(a[3], _derived_as(b[3], a[3]) if lang == "en" else b[3], lang, a[4]))
 
 
 def _derived_as(units: Sequence[Unit], other: Sequence[Unit]) -> tuple[Unit, ...]:
     """`units` with each word the other question lacks written as the other's word it derives from or
-    to, by the aligner's prefix rule (`vaccinate` / `vaccine`: stems `vaccinat` / `vaccin`), so that a
-    verb and a noun of the same root exchanged between two places (`deworm … before the vaccine` /
+    to, by the aligner's prefix rule on the stems (`vaccinate` / `vaccine`: `vaccinat` / `vaccin`), so
+    that a verb and a noun of the same root exchanged between two places (`deworm … before the vaccine` /
     `vaccinate … before the deworming`) are seen as an exchange."""
     mine, theirs = {u[0] for u in units}, {u[0] for u in other}
-    spare = [w for w in theirs - mine if len(w) >= 5]
+    spare = sorted(theirs - mine)
     out: list[Unit] = []
     for word, content, starts in units:
-        if word not in theirs and len(word) >= 5:
-            word = next((w for w in spare if w.startswith(word) or word.startswith(w)), word)
+        if word not in theirs:
+            word = next((w for w in spare if prefix_variant(w, word)), word)
         out.append((word, content, starts))
     return tuple(out)
 
@@ -147,17 +148,6 @@ def _exchange(a: Sequence[Unit], b: Sequence[Unit], i: int, j: int, k: int, end:
     return "coordinated"
 
 
-def _verbs(text: str, lang: str) -> frozenset[str]:
-    """The units of an English question that its parse reads as verbs (empty for Chinese, whose units
-    are characters)."""
-    if lang != "en":
-        return frozenset()
-    doc = structure.parsed(text)
-    if doc is None:
-        return frozenset()
-    return frozenset(_EN_PERSONS.get(t.lower_) or stem(t.lower_) for t in doc if t.pos_ == "VERB")
-
-
 def _coordinates(middle: Sequence[Unit], lang: str) -> bool:
     """A coordinating word in the middle: English words; Chinese words as the segmenter cut them
     (`和` coordinates, the `同` of `同意` does not)."""
@@ -169,7 +159,7 @@ def _coordinates(middle: Sequence[Unit], lang: str) -> bool:
 def _negation_moved(a: Places, b: Places) -> bool:
     """Each side negates a word the other says without negating it (`ironed but not washed` /
     `washed but not ironed`). A word found on one side only (a typo, a synonym) proves nothing."""
-    (neg_a, _, words_a, _), (neg_b, _, words_b, _) = a, b
+    (neg_a, _, words_a, *_), (neg_b, _, words_b, *_) = a, b
     if not neg_a or not neg_b or neg_a == neg_b:
         return False
     # one segmentation's `没休|完` is another's `没|休完`: scopes one inside the other are one scope
@@ -263,7 +253,8 @@ def _en_places(doc: Any) -> Places:
         elif t.dep_ == "pobj":
             args[word].add(f"{head.lemma_.lower()}:{head.head.lemma_.lower()}")
     said = frozenset(t.lemma_.lower() for t in doc) | frozenset(t.lower_ for t in doc)
-    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said, _en_units(doc)
+    verbs = frozenset(_en_unit_word(t) for t in doc if t.pos_ == "VERB")
+    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said, _en_units(doc), verbs
 
 
 _EN_FUNCTION_POS = frozenset({"DET", "ADP", "CCONJ", "SCONJ", "PART", "AUX", "PUNCT", "SPACE", "SYM"})
@@ -278,10 +269,14 @@ def _en_units(doc: Any) -> tuple[Unit, ...]:
     for t in doc:
         if t.pos_ in ("PUNCT", "SPACE") or t.lower_ in ("a", "an", "the"):
             continue
-        word = _EN_PERSONS.get(t.lower_) or stem(t.lower_)
+        word = _en_unit_word(t)
         content = t.pos_ not in _EN_FUNCTION_POS and (t.pos_ != "PRON" or t.lower_ in _EN_PERSONS)
         out.append((word, content, True))
     return tuple(out)
+
+
+def _en_unit_word(t: Any) -> str:
+    return _EN_PERSONS.get(t.lower_) or stem(t.lower_)
 
 
 def _negated(negator: Any) -> set[str]:

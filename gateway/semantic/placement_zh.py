@@ -119,7 +119,7 @@ def places(tagged: Sequence[tuple[str, str]]) -> Places:
     # what is said, also across a particle (`扣了钱` says `扣钱`)
     for text in ("".join(word for word, _ in tagged), "".join(u[0] for u in units)):
         said |= frozenset(text[i:j] for i in range(len(text)) for j in range(i + 1, min(len(text), i + 4) + 1))
-    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said, units
+    return frozenset(neg), {w: frozenset(p) for w, p in args.items()}, said, units, frozenset()
 
 
 _ZH_FUNCTION_TAGS = ("d", "c", "p", "u", "y", "x", "e", "o")
