@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gateway.semantic.lean_tables import noun_verb_lemmas, readings
-from gateway.semantic.lexical import Analysis, Token
-from gateway.semantic.lexicon import english_words, wordnet_senses
+from gateway.semantic.lexical import Analysis, Token, damerau1
+from gateway.semantic.lexicon import english_words, known_word, wordnet_senses
 
 
 @dataclass(slots=True)
@@ -27,22 +27,6 @@ class Alignment:
     matched: int  # content tokens matched (counted on A's side)
     ratio: float  # difflib ratio of the two token sequences, counterparts made equal
     changed_blocks: int  # diff blocks that contain a content change
-
-
-def damerau1(a: str, b: str) -> int:
-    """Optimal-string-alignment distance, small strings only."""
-    la, lb = len(a), len(b)
-    prev2: list[int] = []
-    prev = list(range(lb + 1))
-    for i in range(1, la + 1):
-        cur = [i] + [0] * lb
-        for j in range(1, lb + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        prev2, prev = prev, cur
-    return prev[lb]
 
 
 @lru_cache(maxsize=65536)
@@ -95,15 +79,10 @@ def contracted(short: str, long_: str) -> bool:
     first and every letter in the long word's order, the long word at least two letters longer."""
     if not 3 <= len(short) <= 5 or len(long_) < len(short) + 2 or short[0] != long_[0]:
         return False
-    if _known(short) or long_ not in english_words():
+    if known_word(short) or long_ not in english_words():
         return False
     rest = iter(long_[1:])
     return all(c in rest for c in short[1:])
-
-
-def _known(word: str) -> bool:
-    """A word some dictionary here knows (the word list, WordNet's table, LemmInflect's lemmas)."""
-    return word in english_words() or word in wordnet_senses() or bool(lemmas(word))
 
 
 @lru_cache(maxsize=65536)
@@ -144,7 +123,7 @@ def _blend(tok: Token, others: list[Token]) -> list[int] | None:
     (`fedex` ← Federal Express); `tok` is no word any dictionary here knows (WordNet's `amex` is the
     American Stock Exchange)."""
     word = tok.raw
-    if not (4 <= len(word) <= 8 and word.isalpha()) or _known(word):
+    if not (4 <= len(word) <= 8 and word.isalpha()) or known_word(word):
         return None
     for k in range(len(others) - 1):
         x, y = others[k], others[k + 1]

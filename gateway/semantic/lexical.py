@@ -22,16 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gateway.semantic import normalize, normalize_zh
-from gateway.semantic.lean_tables import noun_verb_lemmas
-from gateway.semantic.lexicon import (
-    EN_NEGATORS,
-    EN_STOP,
-    ZH_A_NOT_A,
-    ZH_NEGATORS,
-    ZH_STOP,
-    english_words,
-    wordnet_senses,
-)
+from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP, known_word
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RE = re.compile(f"[{HAN}]")
@@ -287,12 +278,12 @@ def _function_word_slip(low: str) -> str | None:
     word, or more than one edit away)."""
     if not low.isalpha() or len(low) < 3 or len(low) > 8:
         return None
-    if low in english_words() or low in wordnet_senses() or noun_verb_lemmas(low):
+    if known_word(low):
         return None  # a word some dictionary knows (`whey`, `kindle`) is no slip, whatever it is one edit from
     stops = _long_stop_words()
     for n in (len(low) - 1, len(low), len(low) + 1):
         for w in stops.get(n, ()):
-            if (len(w) >= 4 <= len(low) and _one_edit(low, w)) or (len(w) == 3 == len(low) and _swapped(low, w)):
+            if (len(w) >= 4 <= len(low) and damerau1(low, w) == 1) or (len(w) == 3 == len(low) and _swapped(low, w)):
                 return w
     return None
 
@@ -302,15 +293,20 @@ def _swapped(x: str, y: str) -> bool:
     return len(diff) == 2 and diff[1] == diff[0] + 1 and x[diff[0]] == y[diff[1]] and x[diff[1]] == y[diff[0]]
 
 
-def _one_edit(x: str, y: str) -> bool:
-    """One letter inserted, dropped, replaced, or two neighbours swapped."""
-    if len(x) == len(y):
-        diff = sum(p != q for p, q in zip(x, y, strict=True))
-        return diff == 1 or _swapped(x, y)
-    short, long_ = (x, y) if len(x) < len(y) else (y, x)
-    if len(long_) - len(short) != 1:
-        return False
-    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+def damerau1(a: str, b: str) -> int:
+    """Optimal-string-alignment distance, small strings only."""
+    la, lb = len(a), len(b)
+    prev2: list[int] = []
+    prev = list(range(lb + 1))
+    for i in range(1, la + 1):
+        cur = [i] + [0] * lb
+        for j in range(1, lb + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[lb]
 
 
 # what may count months: a number, or 一 几 半 (`一个月`, `几个月`, `半个月`)

@@ -119,3 +119,9 @@ def english_words() -> SortedStrings:
     held compact (`in` only, behind the caller's cache)."""
     text = resources.files("gateway.semantic").joinpath("data/en_words.txt").read_text(encoding="utf-8")
     return SortedStrings(w for w in text.split("\n") if w and not w.startswith("#"))
+
+
+def known_word(word: str) -> bool:
+    """A word some dictionary here knows: the word list, WordNet's table, or LemmInflect's noun and verb
+    lemmas (`medicaid`, `whey`): what a spelling rule must leave as it is."""
+    return word in english_words() or word in wordnet_senses() or bool(lean_tables.noun_verb_lemmas(word))
