@@ -2,7 +2,7 @@
 
 Source files (`tests/data/eval/own/source_*.txt`): `@ domain lang` starts a group, `C: question` a
 cached question, then `+kind: query` (the cached answer serves the query) or `-kind: query` (it does
-not). `source_a.txt` is the tuning split; `source_b.txt` … `source_k.txt` are ten held-out splits
+not). `source_a.txt` is the tuning split; `source_b.txt` … `source_l.txt` are eleven held-out splits
 (other domains), each written and frozen before the method it was first measured on was final:
 `tests/semantic/test_bench.py` pins their digests (docs/semantic-cache.md says which were seen when).
 """
@@ -17,7 +17,8 @@ OWN_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "eval" / "own
 SPLITS = {"tune": "source_a.txt", "heldout": "source_b.txt", "heldout2": "source_c.txt", "heldout3": "source_d.txt",
           "heldout4": "source_e.txt", "heldout5": "source_f.txt",
           "heldout6": "source_g.txt", "heldout7": "source_h.txt",
-          "heldout8": "source_i.txt", "heldout9": "source_j.txt", "heldout10": "source_k.txt"}
+          "heldout8": "source_i.txt", "heldout9": "source_j.txt", "heldout10": "source_k.txt",
+          "heldout11": "source_l.txt"}
 
 
 def parse_source(text: str, prefix: str) -> list[dict[str, Any]]:

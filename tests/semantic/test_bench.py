@@ -116,6 +116,8 @@ def test_precision_targets_hold_before_any_evidence(split: str) -> None:
     ("heldout9.jsonl", "fa8de956b3e2aa69581988620736edac499b55d6041175b08ff1c6391aa29587"),
     ("source_k.txt", "af52071e6b939fa88f588dc695007752f5fd2a3097bd77bc0eb2fe258f8b1793"),
     ("heldout10.jsonl", "e44a6969458008b38c64f184f4e054d65a8e661b786e0fc171fd16e839a7e60f"),
+    ("source_l.txt", "9e8769b5f70264f1980bd62a2a93e6bdbf19fdec2d6c18bfa7907c7a934d99f8"),
+    ("heldout11.jsonl", "52bc3d4dba360dd55ac6762560d016c0894aa951975adc8a7984971ff63271e8"),
 ])
 def test_own_heldout_splits_are_frozen(name: str, digest: str) -> None:
     """The held-out splits were written before the method they measure was tuned and must not change."""
