@@ -256,7 +256,7 @@ def cross_validate(rows: list[dict[str, Any]], sims: np.ndarray, anchor: float, 
 
 
 def default_sets() -> list[tuple[str, list[dict[str, Any]]]]:
-    """The repository's own data: the dev pairs, then our own pairs' tuning split and ten held-out splits."""
+    """The repository's own data: the dev pairs, then our own pairs' tuning split and eleven held-out splits."""
     from gateway_dev.bench.semantic_pairs import own_pairs
 
     return [("dev", load_pairs(EVAL / "semantic_pairs_dev.jsonl")), ("own-tune", own_pairs("tune")),
@@ -264,7 +264,8 @@ def default_sets() -> list[tuple[str, list[dict[str, Any]]]]:
             ("own-heldout3", own_pairs("heldout3")), ("own-heldout4", own_pairs("heldout4")),
             ("own-heldout5", own_pairs("heldout5")), ("own-heldout6", own_pairs("heldout6")),
             ("own-heldout7", own_pairs("heldout7")), ("own-heldout8", own_pairs("heldout8")),
-            ("own-heldout9", own_pairs("heldout9")), ("own-heldout10", own_pairs("heldout10"))]
+            ("own-heldout9", own_pairs("heldout9")), ("own-heldout10", own_pairs("heldout10")),
+            ("own-heldout11", own_pairs("heldout11"))]
 
 
 def structure_cost(rows: list[dict[str, Any]], limit: int = 200) -> dict[str, float]:
