@@ -92,8 +92,7 @@ class StatsStore:
             fields["ivl"] = gap if seen.interval_s is None else ALPHA * gap + (1 - ALPHA) * seen.interval_s
         key = stats_key(tenant, prefix_id)
         try:
-            await self.store.hset(key, fields)
-            await self.store.expire(key, STATS_TTL)
+            await self.store.hset(key, fields, STATS_TTL)  # one round trip, the expiry with the fields
         except StoreUnavailable:
             pass
 

@@ -94,7 +94,9 @@ class KVStore(ABC):
         """Add each amount to its field (ints stay ints, floats are added as floats)."""
 
     @abstractmethod
-    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None: ...
+    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float],
+                   ttl: float | None = None) -> None:
+        """Set the fields; with `ttl`, (re)set the key's expiry in the same call."""
 
     @abstractmethod
     async def hgetall(self, key: str) -> dict[str, str]: ...

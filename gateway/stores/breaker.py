@@ -141,8 +141,9 @@ class CircuitBreaker(KVStore):
     async def hincr(self, key: str, increments: Mapping[str, float], ttl: float | None = None) -> None:
         await self._guard(lambda: self.inner.hincr(key, increments, ttl))
 
-    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None:
-        await self._guard(lambda: self.inner.hset(key, mapping))
+    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float],
+                   ttl: float | None = None) -> None:
+        await self._guard(lambda: self.inner.hset(key, mapping, ttl))
 
     async def hgetall(self, key: str) -> dict[str, str]:
         return await self._guard(lambda: self.inner.hgetall(key))

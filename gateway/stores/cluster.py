@@ -243,8 +243,9 @@ class NodeBreakers(KVStore):
     async def hincr(self, key: str, increments: Mapping[str, float], ttl: float | None = None) -> None:
         await self.breaker(key).hincr(key, increments, ttl)
 
-    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None:
-        await self.breaker(key).hset(key, mapping)
+    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float],
+                   ttl: float | None = None) -> None:
+        await self.breaker(key).hset(key, mapping, ttl)
 
     async def hgetall(self, key: str) -> dict[str, str]:
         return await self.breaker(key).hgetall(key)

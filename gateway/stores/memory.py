@@ -112,11 +112,14 @@ class MemoryStore(KVStore):
         if ttl is not None:
             self._set_ttl(key, ttl)
 
-    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None:
+    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float],
+                   ttl: float | None = None) -> None:
         self._alive(key)
         table = self._hashes.setdefault(key, {})
         for k, v in mapping.items():
             table[k] = v.decode() if isinstance(v, bytes) else v
+        if ttl is not None:
+            self._set_ttl(key, ttl)
 
     async def hgetall(self, key: str) -> dict[str, str]:
         if not self._alive(key):

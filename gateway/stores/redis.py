@@ -300,16 +300,36 @@ class RedisStore(TurnBatching, KVStore):
 
         await self._call(run, len(increments))
 
-    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float]) -> None:
+    async def hset(self, key: str, mapping: Mapping[str, str | bytes | int | float],
+                   ttl: float | None = None) -> None:
         if not mapping:
+            if ttl is not None:
+                await self.expire(key, ttl)
             return
         if self._lean is not None:
             flat = [x for k, v in mapping.items() for x in (k, repr(v) if isinstance(v, float) else v)]
-            await self._call(lambda: self._one("HSET", key, *flat), len(mapping))
+            if ttl is None:
+                await self._call(lambda: self._one("HSET", key, *flat), len(mapping))
+            else:  # one round trip, and never a hash left without its expiry
+                await self._call(lambda: self._transaction([("HSET", key, *flat), ("PEXPIRE", key, ms(ttl))]),
+                                 len(mapping))
             return
-        await self._call(lambda: self._r.hset(key, mapping=dict(mapping)), len(mapping))
+        if ttl is None:
+            await self._call(lambda: self._r.hset(key, mapping=dict(mapping)), len(mapping))
+            return
+
+        async def run() -> list[Any]:
+            pipe = self._r.pipeline(transaction=self.atomic)
+            pipe.hset(key, mapping=dict(mapping))
+            pipe.pexpire(key, ms(ttl))
+            return await pipe.execute()
+
+        await self._call(run, len(mapping))
 
     async def hgetall(self, key: str) -> dict[str, str]:
+        if self._lean is not None:  # RESP2: field, value, field, value ...
+            flat = await self._call(lambda: self._one("HGETALL", key), read=True)
+            return {flat[i].decode(): flat[i + 1].decode() for i in range(0, len(flat), 2)}
         raw = await self._call(lambda: self._r.hgetall(key), read=True)
         return {k.decode(): v.decode() for k, v in raw.items()}
 

@@ -119,6 +119,17 @@ async def test_hash_counters_keep_ints_exact_and_add_floats(store: KVStore, k: K
     assert await store.hgetall(k("none")) == {}
 
 
+async def test_hset_with_a_ttl_sets_the_fields_and_the_expiry_together(store: KVStore, k: Key) -> None:
+    await store.hset(k("ht"), {"n": 1, "last": 2.5}, 30)
+    assert await store.hgetall(k("ht")) == {"n": "1", "last": "2.5"}
+    assert 29 <= (await store.ttl(k("ht")) or 0) <= 30
+    await store.hset(k("ht"), {"n": 2}, 90)  # the expiry is set again with the fields
+    assert (await store.hgetall(k("ht")))["n"] == "2"
+    assert 89 <= (await store.ttl(k("ht")) or 0) <= 90
+    await store.hset(k("ht"), {"n": 3})  # without a ttl the expiry stays as it was (Redis HSET)
+    assert 80 <= (await store.ttl(k("ht")) or 0) <= 90
+
+
 async def test_sets(store: KVStore, k: Key) -> None:
     assert await store.sadd(k("s"), "a", "b") == 2
     assert await store.sadd(k("s"), "b", "c") == 1
