@@ -177,16 +177,16 @@ class Pipeline:
         """Start what the stages' `before()` left for later. Called right before the upstream request is
         sent; the start is a callback on the loop and the work a task it creates, so that task queues behind
         the HTTP client's own write of the request (a task created during the send): the bytes leave first."""
-        stages = [s for s in self._settlers if s in ctx.ran]
+        stages: list[Stage] = [s for s in self._settlers if s in ctx.ran]
         if stages:
             asyncio.get_running_loop().call_soon(self._start, stages, ctx)
 
-    def _start(self, stages: list[Beside], ctx: RequestContext) -> None:
+    def _start(self, stages: list[Stage], ctx: RequestContext) -> None:
         for stage in stages:
             try:
-                stage.beside(ctx)
+                stage.beside(ctx)  # type: ignore[attr-defined]  # one of _settlers: a Beside
             except Exception as exc:
-                self._failed(stage, "before", ctx, exc)  # type: ignore[arg-type]
+                self._failed(stage, "before", ctx, exc)
 
     async def settle(self, ctx: RequestContext) -> None:
         """Wait for the work the stages' `before()` left to run beside the upstream call; a failure there
@@ -196,7 +196,7 @@ class Pipeline:
                 try:
                     await stage.settle(ctx)
                 except Exception as exc:
-                    self._failed(stage, "before", ctx, exc)  # type: ignore[arg-type]
+                    self._failed(stage, "before", ctx, exc)
 
     @property
     def repairs(self) -> bool:
