@@ -195,6 +195,11 @@ class CacheAware(Policy):
                     overlap += max(0, min(left, shared - start))
         return n, pending, pending - overlap
 
+    def scores(self, candidates: list[Replica], bound: Replica | None) -> bool:
+        """False when `select` will answer the session's replica without scoring (so the KV events' shares,
+        which cost a tokenize call, are not needed)."""
+        return bound is None or bound.name in self.overloaded(candidates)
+
     def overloaded(self, candidates: list[Replica]) -> set[str]:
         p = self.params
         low = min(r.load for r in candidates)

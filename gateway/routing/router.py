@@ -138,19 +138,21 @@ class Router:
         if not candidates:
             raise GatewayError(503, f"No healthy vLLM replica can serve `{req.model or 'this model'}` right now.")
         policy = self.policy
-        if self.kv_events is not None:
-            names = [r.name for r in candidates]
-            if any(self.kv_events.fresh(n) for n in names):
-                if req.tokens is None:
-                    req.tokens = await self._tokenize(req, candidates)
-                req.event_share = self.kv_events.shares(req.tokens, names) if req.tokens else None
-            else:
-                req.event_share = None
         bound_name: str | None = None
         bound: Replica | None = None
         if policy.sticky and self.params.session_affinity and req.session:
             bound_name = await self.sessions.get(req.session)
             bound = next((r for r in candidates if r.name == bound_name), None)
+        if self.kv_events is not None:
+            names = [r.name for r in candidates]
+            # A session that stays on its replica is not scored: no tokenize call before its send.
+            scored = not isinstance(policy, CacheAware) or policy.scores(candidates, bound)
+            if scored and any(self.kv_events.fresh(n) for n in names):
+                if req.tokens is None:
+                    req.tokens = await self._tokenize(req, candidates)
+                req.event_share = self.kv_events.shares(req.tokens, names) if req.tokens else None
+            else:
+                req.event_share = None
         replica, why = policy.select(req, candidates, bound)
         if reason is None and bound_name is not None and bound is None and replica.name != bound_name:
             reason = "failover"  # the session's replica is gone or excluded: the session moves

@@ -178,3 +178,34 @@ async def test_router_falls_back_to_the_prediction_when_the_stream_stops(emu: Em
         assert not router.kv_events.replicas[home].lost
     finally:
         await router.stop()
+
+
+async def test_a_session_staying_on_its_replica_is_not_tokenized(emu: EmulatorSet,
+                                                                 http: aiohttp.ClientSession) -> None:
+    """The events' shares cost a tokenize call before the send; a bound session whose replica is not
+    overloaded is answered by its binding, so it makes none. A new session still does."""
+    routing = RoutingConfig(health_interval=60, metrics_interval=60, params={
+        "kv_events_stale_s": 5.0,
+        "kv_events_endpoints": {u[7:]: r.kv_events_endpoint for u, r in zip(emu.vllm_urls, emu.replicas,
+                                                                            strict=True)}})
+    router = Router(ReplicaPool(emu.vllm_urls, routing=routing, session=http), store=MemoryStore())
+    await router.start()
+    try:
+        names = [u[7:] for u in emu.vllm_urls]
+        await asyncio.sleep(1.0)  # the SUB sockets connect
+        for n in range(2):  # a first request on each replica starts both streams
+            await send(http, emu.vllm_urls[n], prompt(f"warm{n}", "hi?", n=20))
+        await settle(router, names)
+
+        def tokenized() -> int:
+            return sum(emu.calls(f"vllm{i}.tokenize") for i in range(2))
+
+        body = prompt("s", "first turn?")
+        before = tokenized()
+        home = await router.choose(body, session="conv-7")
+        assert tokenized() == before + 1  # a new session is scored on the events
+        for turn in range(3):
+            assert (await router.choose(body, session="conv-7")).name == home.name
+        assert tokenized() == before + 1  # its next turns go by the binding, with no tokenize call
+    finally:
+        await router.stop()
