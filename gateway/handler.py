@@ -1,8 +1,8 @@
 """The request path, top to bottom.
 
     authenticate → policy → protocol adapter → [stages: usage → response cache → semantic cache →
-    rewrite → prefix explainer → provider cache → route] → upstream → respond → [stages' after(),
-    in reverse]
+    rewrite → prefix explainer → provider cache → route] → upstream → [stages settle what they left
+    running beside the upstream call] → respond → [stages' after(), in reverse]
 
 Each step is its own module; this file only strings them together and turns a `GatewayError`
 into the caller's vendor error shape. `Gateway` owns the three entry points — `handle` (the cached
@@ -165,17 +165,23 @@ class Gateway:
             hit = await self.pipeline.before(ctx)
             if hit is not None:
                 return respond_hit(ctx, hit, self)
+            self.pipeline.beside(ctx)
             try:
                 upstream = await open_upstream(ctx, self.clients, self.failover, error_hook=self.error_hook)
             except GatewayError as exc:
                 if (stale := await fallback(self.stale, ctx, exc.status)) is None:
                     raise
+                await self.pipeline.settle(ctx)
                 return respond_hit(ctx, stale, self)
+            # The upstream's first bytes are in: what the stages left running beside the call (the prefix
+            # check behind x-gateway-prefix-break) is finished before any header goes out.
+            await self.pipeline.settle(ctx)
             if upstream.status >= 400 and (stale := await fallback(self.stale, ctx, upstream.status)) is not None:
                 upstream.release()
                 return respond_hit(ctx, stale, self)
             return await respond_upstream(ctx, upstream, self)
         except GatewayError as exc:
+            await self.pipeline.settle(ctx)
             response = error_response(ctx, exc)
             self.done(ctx)
             return response

@@ -19,11 +19,19 @@ Beyond `before()`/`after()`, a stage may declare optional hooks, each a Protocol
 pipeline dispatches to the stages whose `before()` ran: `on_event` (the upstream answer's events as
 they arrive), `keeps_upstream` (other requests still wait on this one's upstream answer),
 `on_abandoned` (the request ended without a complete answer), `on_upstream_error` (repair a request the
-upstream refused) and `purge` (the admin purge of its layer).
+upstream refused), `beside`/`settle` (work its `before()` left to run beside the upstream call) and `purge`
+(the admin purge of its layer).
+
+A `before()` whose work is needed only for the response's headers or the record, not for the upstream
+request itself, may leave it for later (`Beside`): the handler starts it (`beside()`) once the upstream
+request is on its way, so it runs while the upstream prefills instead of delaying the send, and waits for
+it (`settle()`) once the upstream's first bytes are in, before any header goes out, and on every error
+path; the stage's own `after()` settles too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -110,6 +118,17 @@ class OnUpstreamError(Protocol):
 
 
 @runtime_checkable
+class Beside(Protocol):
+    def beside(self, ctx: RequestContext) -> None:
+        """Start what `before()` left to run beside `ctx`'s upstream call (a no-op when nothing is left)."""
+        ...
+
+    async def settle(self, ctx: RequestContext) -> None:
+        """Wait for it (running it now when it was never started)."""
+        ...
+
+
+@runtime_checkable
 class Purges(Protocol):
     async def purge(self, tenant: str, version: str | None = None) -> int:
         """Delete the tenant's entries of this layer (the admin purge); how many."""
@@ -124,6 +143,7 @@ class Pipeline:
         self._keepers = [s for s in self.stages if isinstance(s, KeepsUpstream)]
         self._abandoned = [s for s in self.stages if isinstance(s, OnAbandoned)]
         self._repairers = [s for s in self.stages if isinstance(s, OnUpstreamError)]
+        self._settlers = [s for s in self.stages if isinstance(s, Beside)]
 
     def stage(self, name: str) -> Stage | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -152,6 +172,31 @@ class Pipeline:
             if stage in ctx.ran and await stage.on_upstream_error(ctx, status, body):
                 return True
         return False
+
+    def beside(self, ctx: RequestContext) -> None:
+        """Start what the stages' `before()` left for later. Called right before the upstream request is
+        sent; the start is a callback on the loop and the work a task it creates, so that task queues behind
+        the HTTP client's own write of the request (a task created during the send): the bytes leave first."""
+        stages: list[Stage] = [s for s in self._settlers if s in ctx.ran]
+        if stages:
+            asyncio.get_running_loop().call_soon(self._start, stages, ctx)
+
+    def _start(self, stages: list[Stage], ctx: RequestContext) -> None:
+        for stage in stages:
+            try:
+                stage.beside(ctx)  # type: ignore[attr-defined]  # one of _settlers: a Beside
+            except Exception as exc:
+                self._failed(stage, "before", ctx, exc)
+
+    async def settle(self, ctx: RequestContext) -> None:
+        """Wait for the work the stages' `before()` left to run beside the upstream call; a failure there
+        is the stage's `before()` failing (logged, counted, skipped)."""
+        for stage in self._settlers:
+            if stage in ctx.ran:
+                try:
+                    await stage.settle(ctx)
+                except Exception as exc:
+                    self._failed(stage, "before", ctx, exc)
 
     @property
     def repairs(self) -> bool:

@@ -16,6 +16,7 @@ for the next one (in the background).
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 import orjson
@@ -56,6 +57,12 @@ def _turn_offset(ctx: RequestContext) -> int:
     return n
 
 
+def _asks_vendor(ctx: RequestContext, protocol: str) -> bool:
+    """True when `_ask_vendor` may add the previous request's id to the upstream body (it must be known first)."""
+    return (protocol == "anthropic_messages" and ctx.provider == "anthropic") or (
+        protocol == "openai_responses" and ctx.provider == "openai")
+
+
 class PrefixExplainStage(Stage):
     name = "prefix_explain"
 
@@ -90,7 +97,21 @@ class PrefixExplainStage(Stage):
             return None  # the conversation lives upstream: the body holds only its newest items
         lay = ctx.rewrite
         context_turn = lay.context_index if isinstance(lay, Layout) else None
+        # Rendered now: the body as it stands here is the one compared (later stages may replace it).
         blocks = render(protocol, ctx.model, body, skip_turn=context_turn)
+        if ctx.policy.provider_cache.vendor_diagnostics and _asks_vendor(ctx, protocol):
+            await self._check(ctx, body, blocks, context_turn)  # the upstream request carries the answer
+            previous = ctx.prefix.previous if ctx.prefix is not None else None
+            self._ask_vendor(ctx, protocol, previous.vendor_id if previous is not None else None)
+            return None
+        # Only the response's header and the record need the comparison: it runs beside the upstream call
+        # (its store read and classification off the path to the send), started by beside(), awaited by
+        # settle().
+        ctx.scratch[self.name] = partial(self._check, ctx, body, blocks, context_turn)
+        return None
+
+    async def _check(self, ctx: RequestContext, body: dict[str, Any], blocks: Any, context_turn: int | None) -> None:
+        assert ctx.upstream_adapter is not None
         previous = await self.breaks.find(ctx.tenant, ctx.session, self._template(ctx), blocks)
         minimum = min_tokens(ctx.upstream_adapter.vendor, ctx.model)
         common, brk = 0, None
@@ -98,9 +119,26 @@ class PrefixExplainStage(Stage):
             common, brk = classify(blocks, previous, self._detector(ctx), minimum, _turn_offset(ctx), context_turn,
                                    lambda: tools_set(body))
         ctx.prefix = PrefixCheck(blocks, previous, common, brk, minimum)
-        if ctx.policy.provider_cache.vendor_diagnostics:
-            self._ask_vendor(ctx, protocol, previous.vendor_id if previous is not None else None)
-        return None
+
+    def beside(self, ctx: RequestContext) -> None:
+        check = ctx.scratch.get(self.name)
+        if isinstance(check, partial):  # not started, not settled yet
+            ctx.scratch[self.name] = asyncio.get_running_loop().create_task(check())
+
+    async def settle(self, ctx: RequestContext) -> None:
+        task = ctx.scratch.get(self.name)
+        if task is None:
+            return
+        if isinstance(task, partial):  # never started (an error before the upstream call): run it now
+            del ctx.scratch[self.name]
+            await task()
+            return
+        # Shielded: a client that leaves cancels the request, not the check its after() still records.
+        try:
+            await asyncio.shield(task)
+        finally:
+            if task.done():  # its outcome (or failure) is taken once
+                ctx.scratch.pop(self.name, None)
 
     @staticmethod
     def _ask_vendor(ctx: RequestContext, protocol: str, previous_id: str | None) -> None:
@@ -117,6 +155,7 @@ class PrefixExplainStage(Stage):
                                                                       "comparison_response_id": previous_id}}
 
     async def after(self, ctx: RequestContext) -> None:
+        await self.settle(ctx)
         check = ctx.prefix
         if check is None:
             return

@@ -195,6 +195,11 @@ class CacheAware(Policy):
                     overlap += max(0, min(left, shared - start))
         return n, pending, pending - overlap
 
+    def scores(self, candidates: list[Replica], bound: Replica | None) -> bool:
+        """False when `select` will answer the session's replica without scoring (so the KV events' shares,
+        which cost a tokenize call, are not needed)."""
+        return bound is None or bound.name in self.overloaded(candidates)
+
     def overloaded(self, candidates: list[Replica]) -> set[str]:
         p = self.params
         low = min(r.load for r in candidates)
@@ -212,7 +217,15 @@ class CacheAware(Policy):
         matched = self.index.match(keys, (r.name for r in candidates)) if total else {}
         shares = {r.name: matched.get(r.name, 0) / total if total else 0.0 for r in candidates}
         if req.event_share:
-            shares.update(req.event_share)
+            for name, share in req.event_share.items():
+                m = matched.get(name, 0)
+                # A request in flight there that carries this prefix holds its blocks, or soon will: an engine
+                # reports blocks stored only once they are computed (the emulator at admission), so a group's
+                # next request, sent while its first still queues or prefills, would see them nowhere and
+                # split the group. Ended requests leave the events the last word (an eviction, a flush).
+                if share < shares[name] and m and self.group(name, keys, m)[0]:
+                    continue
+                shares[name] = share
         # A prefix group is kept whole on its replica until its own load there demands a second one. Other
         # groups' requests there are no reason to split it (new groups go where the load and the queued
         # prefill are least, so theirs spreads by itself): for a request that is no session's next turn the

@@ -92,6 +92,7 @@ class Router:
     async def stop(self) -> None:
         if self._subscriber is not None:
             await self._subscriber.stop()
+        await self.sessions.drain()
         await self.pool.stop()
 
     async def _tokenize(self, req: RouteRequest, candidates: list[Replica]) -> list[int] | None:
@@ -130,24 +131,28 @@ class Router:
         return RouteRequest(model[len("vllm/"):] if model.startswith("vllm/") else model, body, key)
 
     async def decide(self, req: RouteRequest, exclude: set[str] | frozenset[str] = frozenset(),
-                     reason: str | None = None) -> Decision:
+                     reason: str | None = None, write_behind: bool = False) -> Decision:
+        """`write_behind`: the session's binding reaches the store beside the upstream call rather than
+        before it (the request path); the local copy has it at once either way."""
         candidates = self.pool.candidates(req.model, exclude)
         if not candidates:
             raise GatewayError(503, f"No healthy vLLM replica can serve `{req.model or 'this model'}` right now.")
         policy = self.policy
-        if self.kv_events is not None:
-            names = [r.name for r in candidates]
-            if any(self.kv_events.fresh(n) for n in names):
-                if req.tokens is None:
-                    req.tokens = await self._tokenize(req, candidates)
-                req.event_share = self.kv_events.shares(req.tokens, names) if req.tokens else None
-            else:
-                req.event_share = None
         bound_name: str | None = None
         bound: Replica | None = None
         if policy.sticky and self.params.session_affinity and req.session:
             bound_name = await self.sessions.get(req.session)
             bound = next((r for r in candidates if r.name == bound_name), None)
+        if self.kv_events is not None:
+            names = [r.name for r in candidates]
+            # A session that stays on its replica is not scored: no tokenize call before its send.
+            scored = not isinstance(policy, CacheAware) or policy.scores(candidates, bound)
+            if scored and any(self.kv_events.fresh(n) for n in names):
+                if req.tokens is None:
+                    req.tokens = await self._tokenize(req, candidates)
+                req.event_share = self.kv_events.shares(req.tokens, names) if req.tokens else None
+            else:
+                req.event_share = None
         replica, why = policy.select(req, candidates, bound)
         if reason is None and bound_name is not None and bound is None and replica.name != bound_name:
             reason = "failover"  # the session's replica is gone or excluded: the session moves
@@ -155,10 +160,16 @@ class Router:
         if self.kv_events is not None:
             self.kv_events.placed(replica.name)
         if policy.sticky and self.params.session_affinity and req.session:
-            if replica.name != bound_name:
-                await self.sessions.bind(req.session, replica.name)
+            sessions = self.sessions
+            if write_behind:
+                if replica.name != bound_name:
+                    sessions.bind_soon(req.session, replica.name)
+                else:
+                    sessions.touch_soon(req.session, replica.name)
+            elif replica.name != bound_name:
+                await sessions.bind(req.session, replica.name)
             else:
-                await self.sessions.touch(req.session, replica.name)
+                await sessions.touch(req.session, replica.name)
         reason = reason or why
         ROUTE_DECISIONS.labels(self.pool.name, replica.name, reason).inc()
         return Decision(replica, reason, req.session, req.pending, req)
@@ -182,7 +193,7 @@ class Router:
         body = ctx.upstream_body or ctx.body
         key = session_key(body, ctx.session, scope=ctx.tenant)
         req = self.request(body, key)
-        decision = await self.decide(req)
+        decision = await self.decide(req, write_behind=True)
         state = RouteState(req, None)
         ctx.scratch["route"] = state
         self._point(ctx, state, decision)
@@ -202,7 +213,7 @@ class Router:
                      request=state.request)
             state.current = None
         try:
-            decision = await self.decide(state.request, exclude=state.tried, reason="failover")
+            decision = await self.decide(state.request, exclude=state.tried, reason="failover", write_behind=True)
         except GatewayError:
             return False
         log.info("vLLM request failed over", extra={

@@ -13,11 +13,12 @@ sticky on its own view).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import orjson
@@ -76,8 +77,13 @@ class SessionTable:
         self.local_max = local_max
         self._clock = clock
         self._local: OrderedDict[str, tuple[str, float, float]] = OrderedDict()  # key → (replica, expires, refreshed)
+        self._writing: dict[str, asyncio.Task[None]] = {}  # key → its store write still under way
 
     async def get(self, key: str) -> str | None:
+        if key in self._writing:  # our own write is still on its way to the store: the local copy is newer
+            entry = self._local.get(key)
+            if entry is not None:
+                return entry[0]
         if self.store is not None:
             try:
                 value = await self.store.get(self.prefix + key)
@@ -104,25 +110,62 @@ class SessionTable:
         """Place or move `key` on `replica`."""
         self._remember(key, replica, refreshed=self._clock())
         if self.store is not None:
-            try:
-                await self.store.set(self.prefix + key, replica.encode(), ttl=self.ttl)
-            except Exception as exc:
-                log.debug("session store write failed: %r", exc)
+            await self._write(key, replica)
 
     async def touch(self, key: str, replica: str) -> None:
         """Keep `key` alive; writes to the store at most every ttl/4 per key."""
+        if self._due(key, replica) and self.store is not None:
+            await self._refresh(key, replica)
+
+    # The request path's forms: the local copy has the binding at once, the store write runs beside the
+    # upstream call (a session's next turn comes after this answer; every gateway reads it then).
+    def bind_soon(self, key: str, replica: str) -> None:
+        self._remember(key, replica, refreshed=self._clock())
+        if self.store is not None:
+            self._later(key, self._write(key, replica))
+
+    def touch_soon(self, key: str, replica: str) -> None:
+        if self._due(key, replica) and self.store is not None:
+            self._later(key, self._refresh(key, replica))
+
+    async def drain(self) -> None:
+        """Wait (5 s at most) for the store writes still on their way (shutdown)."""
+        if self._writing:
+            await asyncio.wait(list(self._writing.values()), timeout=5.0)
+
+    def _due(self, key: str, replica: str) -> bool:
         now = self._clock()
         entry = self._local.get(key)
         if entry is not None and entry[0] == replica and now - entry[2] < self.ttl / 4:
             self._local.move_to_end(key)
-            return
+            return False
         self._remember(key, replica, refreshed=now)
-        if self.store is not None:
-            try:
-                if not await self.store.expire(self.prefix + key, self.ttl):
-                    await self.store.set(self.prefix + key, replica.encode(), ttl=self.ttl)
-            except Exception as exc:
-                log.debug("session store refresh failed: %r", exc)
+        return True
+
+    def _later(self, key: str, write: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(write)
+        self._writing[key] = task
+
+        def written(t: asyncio.Task[None]) -> None:
+            if self._writing.get(key) is t:
+                del self._writing[key]
+
+        task.add_done_callback(written)
+
+    async def _write(self, key: str, replica: str) -> None:
+        assert self.store is not None
+        try:
+            await self.store.set(self.prefix + key, replica.encode(), ttl=self.ttl)
+        except Exception as exc:
+            log.debug("session store write failed: %r", exc)
+
+    async def _refresh(self, key: str, replica: str) -> None:
+        assert self.store is not None
+        try:
+            if not await self.store.expire(self.prefix + key, self.ttl):
+                await self.store.set(self.prefix + key, replica.encode(), ttl=self.ttl)
+        except Exception as exc:
+            log.debug("session store refresh failed: %r", exc)
 
     def _remember(self, key: str, replica: str, refreshed: float) -> None:
         self._local[key] = (replica, refreshed + self.ttl, refreshed)

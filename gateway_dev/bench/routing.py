@@ -40,7 +40,15 @@ import orjson
 
 from gateway_dev.bench.routing_peers import PINS, PeerTarget, ensure_venv
 from gateway_dev.bench.routing_report import report
-from gateway_dev.bench.routing_targets import _CLIENT_ERRORS, DirectTarget, GatewayProcess, GatewayTarget, _send
+from gateway_dev.bench.routing_targets import (
+    _CLIENT_ERRORS,
+    DirectTarget,
+    GatewayProcess,
+    GatewayTarget,
+    Replicas,
+    _send,
+    default_layers,
+)
 from gateway_dev.bench.routing_workloads import Workload, make_workloads
 
 MODEL = "Qwen/Qwen3-8B"
@@ -67,6 +75,10 @@ class Result:
     def cpu_ms(self) -> float | None:
         """The router's CPU per answered request, in ms."""
         return self.cpu / self.requests * 1000 if self.cpu is not None and self.requests else None
+
+    @property
+    def mean(self) -> float:
+        return statistics.mean(self.ttft) if self.ttft else float("nan")
 
     def q(self, p: float) -> float:
         s = sorted(self.ttft)
@@ -131,7 +143,7 @@ def _cpu_seconds(leader: int) -> float | None:
 
 async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl: Workload,
                   concurrency: int, params: dict[str, Any], via: str, folder: Path,
-                  budget: float | None = None) -> Result:
+                  budget: float | None = None, rate: float | None = None) -> Result:
     from gateway.config import RoutingConfig
 
     routing = RoutingConfig(policy=policy if policy in POLICIES else "cache_aware" if policy == EVENTS
@@ -189,31 +201,47 @@ async def run_one(http: aiohttp.ClientSession, urls: list[str], policy: str, wl:
     stop_at = time.perf_counter() + budget if budget else float("inf")
     partial = False
 
-    async def worker() -> None:
+    async def run_session(session: Any) -> None:
         nonlocal done, partial
+        messages = list(session.messages)
+        for turn in range(1 + len(session.followups)):
+            if turn and time.perf_counter() > stop_at:  # --budget: no further turn either
+                partial = True
+                break
+            text = await send(messages)
+            done += 1
+            if one_offs and done % wl.one_off_every == 0:
+                side.append(asyncio.create_task(send(one_offs.pop().messages)))
+            if text is None:
+                break
+            if turn < len(session.followups):
+                messages = [*messages, {"role": "assistant", "content": text},
+                            {"role": "user", "content": session.followups[turn]}]
+
+    async def worker() -> None:
+        nonlocal partial
         while queue:
             if time.perf_counter() > stop_at:  # --budget: no new session
                 partial = True
                 break
-            session = queue.pop()
-            messages = list(session.messages)
-            for turn in range(1 + len(session.followups)):
-                if turn and time.perf_counter() > stop_at:  # --budget: no further turn either
-                    partial = True
-                    break
-                text = await send(messages)
-                done += 1
-                if one_offs and done % wl.one_off_every == 0:
-                    side.append(asyncio.create_task(send(one_offs.pop().messages)))
-                if text is None:
-                    break
-                if turn < len(session.followups):
-                    messages = [*messages, {"role": "assistant", "content": text},
-                                {"role": "user", "content": session.followups[turn]}]
+            await run_session(queue.pop())
+
+    async def paced() -> None:
+        """--rate: sessions start at a fixed rate whatever the router's latency (an open loop), so that every
+        router is offered the same load; a closed loop offers more to the router that answers sooner."""
+        nonlocal partial
+        started: list[asyncio.Task[None]] = []
+        while queue:
+            if time.perf_counter() > stop_at:
+                partial = True
+                break
+            started.append(asyncio.create_task(run_session(queue.pop())))
+            await asyncio.sleep(max(0.0, start + len(started) / rate - time.perf_counter()))  # type: ignore[operator]
+        await asyncio.gather(*started)
 
     start = time.perf_counter()
     try:
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await (paced() if rate else asyncio.gather(*(worker() for _ in range(concurrency))))
         while one_offs and not partial:  # whatever the sessions did not pace out
             side.append(asyncio.create_task(send(one_offs.pop().messages)))
         await asyncio.gather(*side)
@@ -240,32 +268,6 @@ async def warm_up(http: aiohttp.ClientSession, urls: list[str], n: int = 16) -> 
     await asyncio.gather(*(_send(http, url + "/v1", body, 4) for url in urls for _ in range(n)))
 
 
-# ---- replicas -----------------------------------------------------------------------------------------
-class Replicas:
-    """Two emulator subprocesses (`python -m gateway_dev.emulators`): `n` replicas with limited KV, and one
-    replica with unlimited KV for the upper bound."""
-
-    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str, shared_prefill: bool = True) -> None:
-        from gateway_dev.emulators.process import EmulatorProcess
-
-        shared = ["--shared-prefill", "--kv-events"] if shared_prefill else ["--kv-events"]
-        self.limited = EmulatorProcess(vllm_replicas=n, latency=latency, extra_args=[
-            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", MODEL, *shared])
-        self.unlimited = EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
-            "--kv-capacity-blocks", str(4_000_000), "--max-num-seqs", "4096", "--model", MODEL])
-
-    def start(self) -> None:
-        self.limited.start()
-        self.unlimited.start()
-        self.urls = self.limited.vllm_urls
-        self.events = self.limited.kv_events_endpoints
-        self.bound_url = self.unlimited.vllm_urls[0]
-
-    def stop(self) -> None:
-        self.limited.stop()
-        self.unlimited.stop()
-
-
 async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
     peers = [p for p in args.against.split(",") if p]
     if peers:
@@ -288,8 +290,14 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                    "gateway": "through the gateway (route stage wired as in the app, in a thread of this process)",
                    "router": "driving the router directly (real pool and policies, HTTP to the replicas)"}[args.via]
             print(f"{args.replicas} emulated vLLM replicas, {args.kv_blocks} KV blocks x 16 tokens each, "
-                  f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; {args.concurrency} concurrent "
-                  f"clients; {how}\n", flush=True)
+                  f"max_num_seqs {args.max_num_seqs}, latency '{args.latency}'; "
+                  + (f"sessions started at {args.rate:g}/s (open loop)" if args.rate
+                     else f"{args.concurrency} concurrent clients") + f"; {how}", flush=True)
+            if args.via != "router" and any(p not in PINS for p in policies):
+                print(f"ours with its tenant's default layers on the path: {default_layers()}; the peers route "
+                      "only\n", flush=True)
+            else:
+                print(flush=True)
             await warm_up(http, [*replicas.urls, replicas.bound_url])
             for wl in chosen:
                 results: dict[str, Result] = {}
@@ -299,11 +307,12 @@ async def bench(args: argparse.Namespace, figures: dict[str, Any]) -> int:
                     if policy == EVENTS:
                         params["kv_events_endpoints"] = dict(zip((u[7:] for u in urls), replicas.events, strict=True))
                     results[policy] = await run_one(http, urls, policy, wl, args.concurrency, params,
-                                                    args.via, folder, args.budget)
+                                                    args.via, folder, args.budget, args.rate)
                 lines, checks = report(wl, results, args.concurrency)
                 print("\n".join(lines) + "\n", flush=True)
                 all_checks.update(checks)
                 out[wl.name] = {p: {"hit_rate": r.hit_rate, "ttft_p50": r.q(0.5), "ttft_p99": r.q(0.99),
+                                    "ttft_mean": r.mean, "ttft_p90": r.q(0.9),
                                     "throughput_rps": r.requests / r.wall, "imbalance": r.imbalance,
                                     "per_replica": dict(r.per_replica), "reasons": dict(r.reasons),
                                     "errors": dict(r.errors), "cpu_ms_per_request": r.cpu_ms,
@@ -349,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="replicas prefill concurrent requests as if each were alone (no load cost beyond queueing)")
     p.add_argument("--scale", type=float, default=1.0, help="multiplies the number of sessions/groups")
     p.add_argument("--concurrency", type=int, default=24)
+    p.add_argument("--rate", type=float, default=None, metavar="SESSIONS_PER_S",
+                   help="open loop: start sessions at this rate instead of --concurrency clients back to back, so "
+                   "every router is offered the same load")
     p.add_argument("--replicas", type=int, default=4)
     p.add_argument("--kv-blocks", type=int, default=4096, help="KV capacity of each replica, 16-token blocks")
     p.add_argument("--max-num-seqs", type=int, default=8)

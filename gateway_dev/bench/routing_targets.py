@@ -44,6 +44,20 @@ async def _send(http: aiohttp.ClientSession, base: str, body: dict[str, Any], ou
     return 200, "".join(parts), first
 
 
+def default_layers() -> str:
+    """The layers a tenant with the default policy runs (the benchmark's tenant sets only its key)."""
+    from gateway.policy.models import TenantPolicy
+
+    policy = TenantPolicy.model_construct()  # the defaults, as the benchmark's policy file leaves them
+    on = ["usage records", "prefix-break explainer"]
+    if policy.response_cache.enabled:
+        on.insert(1, "response cache (looked up, answers stored)")
+    off = [name for name, enabled in (("semantic cache", policy.semantic_cache.enabled),
+                                      ("prompt rewrite", policy.prompt_rewrite.enabled)) if not enabled]
+    return ", ".join(on) + (f" ({' and '.join(off)} off by default)" if off else "")
+
+
+_MODEL = "Qwen/Qwen3-8B"  # the model the replicas serve (as in routing.py)
 _CLIENT_ERRORS: Counter[str] = Counter()
 
 
@@ -212,3 +226,29 @@ class GatewayProcess:
         except aiohttp.ClientError as exc:
             _failed(exc)
             return 599, "", 0.0
+
+
+# ---- replicas -----------------------------------------------------------------------------------------
+class Replicas:
+    """Two emulator subprocesses (`python -m gateway_dev.emulators`): `n` replicas with limited KV, and one
+    replica with unlimited KV for the upper bound."""
+
+    def __init__(self, n: int, kv_blocks: int, max_num_seqs: int, latency: str, shared_prefill: bool = True) -> None:
+        from gateway_dev.emulators.process import EmulatorProcess
+
+        shared = ["--shared-prefill", "--kv-events"] if shared_prefill else ["--kv-events"]
+        self.limited = EmulatorProcess(vllm_replicas=n, latency=latency, extra_args=[
+            "--kv-capacity-blocks", str(kv_blocks), "--max-num-seqs", str(max_num_seqs), "--model", _MODEL, *shared])
+        self.unlimited = EmulatorProcess(vllm_replicas=1, latency=latency, extra_args=[
+            "--kv-capacity-blocks", str(4_000_000), "--max-num-seqs", "4096", "--model", _MODEL])
+
+    def start(self) -> None:
+        self.limited.start()
+        self.unlimited.start()
+        self.urls = self.limited.vllm_urls
+        self.events = self.limited.kv_events_endpoints
+        self.bound_url = self.unlimited.vllm_urls[0]
+
+    def stop(self) -> None:
+        self.limited.stop()
+        self.unlimited.stop()

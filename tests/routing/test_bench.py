@@ -34,7 +34,12 @@ def test_bench_runs_and_reports_every_policy(tmp_path: Path, capsys: pytest.Capt
     assert set(figures) == {"cache_aware", "round_robin", "least_loaded", "consistent_hash", "bound"}
     assert all(f["errors"] == {} for f in figures.values())
     assert figures["bound"]["hit_rate"] >= figures["round_robin"]["hit_rate"]
-    assert "cache_aware decisions:" in capsys.readouterr().out
+    assert all(f["ttft_mean"] > 0 and f["ttft_p90"] >= f["ttft_p50"] for f in figures.values())
+    printed = capsys.readouterr().out
+    assert "cache_aware decisions:" in printed
+    # what ours runs that the peers do not, and the TTFT spread beside the p50
+    assert "default layers on the path: usage records, response cache" in printed
+    assert "share under 100 ms" in printed
 
 
 @pytest.mark.slow
@@ -65,3 +70,16 @@ def test_a_budget_stops_a_run_early_and_reports_it_partial(tmp_path: Path, capsy
     assert ours["partial"] is True and 0 < sum(ours["per_replica"].values()) < make_workloads(0.05, 7)["b"].requests
     assert data["checks"] == {} and code == 0
     assert "(partial: stopped at --budget" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_an_open_loop_offers_every_router_the_same_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "routing.json"
+    code = main(["--workloads", "b", "--scale", "0.05", "--via", "router", "--policies", "cache_aware,round_robin",
+                 "--rate", "8", "--no-bound", "--no-targets", "--json", str(out)])
+    figures = json.loads(out.read_text())["results"]["b"]
+    assert code == 0 and "sessions started at 8/s (open loop)" in capsys.readouterr().out
+    wl = make_workloads(0.05, seed=7)["b"]
+    for f in figures.values():  # every request sent and answered; the pace, not the answers, sets the wall time
+        assert sum(f["per_replica"].values()) == wl.requests and f["errors"] == {}
+        assert f["throughput_rps"] <= 8 * 1.1

@@ -15,8 +15,9 @@ pytest.importorskip("zmq")
 
 from gateway.config import RoutingConfig
 from gateway.routing.kv_events import KVEventIndex
-from gateway.routing.pool import ReplicaPool
+from gateway.routing.pool import Replica, ReplicaPool
 from gateway.routing.router import Router
+from gateway.routing.sessions import session_key
 from gateway.stores.memory import MemoryStore
 from gateway_dev.emulators.harness import EmulatorSet
 from gateway_dev.emulators.vllm_app import VLLMConfig
@@ -69,11 +70,21 @@ async def send(http: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> i
 
 
 async def routed(http: aiohttp.ClientSession, router: Router, body: dict[str, Any]) -> str:
-    replica = await router.choose(body)
+    """Route, send and end `body` as the gateway does (the request's end closes its in-flight entry)."""
+    req = router.request(body, session_key(body))
+    replica = (await router.decide(req)).replica
     router.begin(replica)
     await send(http, replica.url, body)
-    router.end(replica, ok=True, status=200)
+    router.end(replica, ok=True, status=200, request=req)
     return replica.name
+
+
+async def chosen(router: Router, body: dict[str, Any]) -> Replica:
+    """The replica `router` picks for `body`, the request then ended unsent (nothing of it stays in flight)."""
+    req = router.request(body, session_key(body))
+    replica = (await router.decide(req)).replica
+    router.end(replica, ok=True, status=200, request=req)
+    return replica
 
 
 async def settle(router: Router, names: list[str]) -> None:
@@ -124,8 +135,8 @@ async def test_events_route_right_where_the_prediction_is_wrong(emu: EmulatorSet
             await send(http, "http://" + home, prompt(f"flood{k}-", "x", 700))
         await settle(precise, names)
         # The prediction still believes the home replica holds the group; the events know better.
-        assert await precise.choose(prompt("g", "next?")) == precise.pool.replicas[other]
-        assert await predicted.choose(prompt("g", "next?")) == predicted.pool.replicas[home]
+        assert await chosen(precise, prompt("g", "next?")) == precise.pool.replicas[other]
+        assert await chosen(predicted, prompt("g", "next?")) == predicted.pool.replicas[home]
         assert await send(http, "http://" + other, prompt("g", "next?")) > 500  # and it really is cached there
 
         # Flushed by a restart (same port, empty cache, sequence from 0): the group is gone from `other`.
@@ -134,7 +145,7 @@ async def test_events_route_right_where_the_prediction_is_wrong(emu: EmulatorSet
         await send(http, "http://" + home, prompt("g", "refill?"))  # another gateway warms the home replica
         await send(http, "http://" + other, prompt("h", "unrelated?", 100))  # the restarted one's first batch
         await settle(precise, names)
-        assert await precise.choose(prompt("g", "after?")) == precise.pool.replicas[home]
+        assert await chosen(precise, prompt("g", "after?")) == precise.pool.replicas[home]
     finally:
         await precise.stop()
         await predicted.stop()
@@ -176,5 +187,36 @@ async def test_router_falls_back_to_the_prediction_when_the_stream_stops(emu: Em
             await send(fresh_http, "http://" + home, prompt("h", "first after restart?", 100))
         await settle(router, [home])
         assert not router.kv_events.replicas[home].lost
+    finally:
+        await router.stop()
+
+
+async def test_a_session_staying_on_its_replica_is_not_tokenized(emu: EmulatorSet,
+                                                                 http: aiohttp.ClientSession) -> None:
+    """The events' shares cost a tokenize call before the send; a bound session whose replica is not
+    overloaded is answered by its binding, so it makes none. A new session still does."""
+    routing = RoutingConfig(health_interval=60, metrics_interval=60, params={
+        "kv_events_stale_s": 5.0,
+        "kv_events_endpoints": {u[7:]: r.kv_events_endpoint for u, r in zip(emu.vllm_urls, emu.replicas,
+                                                                            strict=True)}})
+    router = Router(ReplicaPool(emu.vllm_urls, routing=routing, session=http), store=MemoryStore())
+    await router.start()
+    try:
+        names = [u[7:] for u in emu.vllm_urls]
+        await asyncio.sleep(1.0)  # the SUB sockets connect
+        for n in range(2):  # a first request on each replica starts both streams
+            await send(http, emu.vllm_urls[n], prompt(f"warm{n}", "hi?", n=20))
+        await settle(router, names)
+
+        def tokenized() -> int:
+            return sum(emu.calls(f"vllm{i}.tokenize") for i in range(2))
+
+        body = prompt("s", "first turn?")
+        before = tokenized()
+        home = await router.choose(body, session="conv-7")
+        assert tokenized() == before + 1  # a new session is scored on the events
+        for _ in range(3):
+            assert (await router.choose(body, session="conv-7")).name == home.name
+        assert tokenized() == before + 1  # its next turns go by the binding, with no tokenize call
     finally:
         await router.stop()

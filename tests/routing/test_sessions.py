@@ -68,3 +68,28 @@ async def test_binding_is_shared_through_redis_and_survives_its_outage_locally(o
     finally:
         await a_store.close()
         await b_store.close()
+
+
+async def test_a_binding_written_behind_is_read_back_at_once_and_reaches_the_store() -> None:
+    """The request path's form: the local copy answers while the store write is still under way (a store
+    that is slow to answer), and the store has it once the write lands."""
+    import asyncio
+
+    class SlowStore(MemoryStore):
+        async def set(self, key: str, value: bytes, ttl: float | None = None, nx: bool = False) -> bool:
+            await asyncio.sleep(0.05)
+            return await super().set(key, value, ttl=ttl, nx=nx)
+
+        async def get(self, key: str) -> bytes | None:
+            await asyncio.sleep(0)
+            return await super().get(key)
+
+    store = SlowStore()
+    table = SessionTable(store, "vllm", ttl=60.0)
+    table.bind_soon("s1", "r1")
+    assert await store.get("gw:route:vllm:s1") is None  # not in the store yet ...
+    assert await table.get("s1") == "r1"  # ... but this gateway already routes on it
+    await table.drain()
+    assert await store.get("gw:route:vllm:s1") == b"r1"
+    other = SessionTable(store, "vllm", ttl=60.0)  # another gateway reads it from the store
+    assert await other.get("s1") == "r1"
