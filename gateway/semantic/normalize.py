@@ -36,7 +36,9 @@ word that is only on one side still counts as a change.
   are `over`; `below` / `less than` / `fewer than` / `lower than` are `under` (the number is compared
   on its own; `over` / `under` stay opposites). `twice` / `thrice` are `2 times` / `3 times`.
 - `am I allowed / permitted to V` is `can I V` (also `is my son allowed to`), `is it necessary /
-  required to V` is `do I need to V`: permission and need said with an adjective.
+  required to V` is `do I need to V`: permission and need said with an adjective. In the passive,
+  `am I required to V` is `must I V`, `is a card required / needed (to V)` is `do I need a card (to
+  V)` and `which documents are required` is `which documents do I need`.
 - `unable` / `impossible` are `not able` / `not possible`: the negation of two function words (`able`,
   `possible`, like `can`), so `I'm unable to log in` says `I can't log in`.
 - Amounts and times said in words: `20 dollars` / `20 USD` are `$20`, `20 euros` / `20 EUR` are `€20`
@@ -121,6 +123,15 @@ _NOON = re.compile(r"\b(noon|midday|midnight)\b", re.I)
 _ALLOWED_TO = re.compile(r"\b(?:am|is|are)\s+((?:i|we|you|he|she|they|(?:my|our|your|his|her|their|the)\s+[a-z]+)\s+)"
                          r"(?:allowed|permitted)\s+to\b", re.I)
 _NECESSARY_TO = re.compile(r"\bis\s+it\s+(?:necessary|required|mandatory|compulsory)\s+(?:for\s+me\s+)?to\b", re.I)
+# the same said in the passive: `am I required to V` asks `must I V`; `is a card required (to V)`, `which
+# documents are needed` ask `do I need a card`, `which documents do I need` (a person required is no thing)
+_PERSON = r"(?:i|we|you|he|she|they|(?:my|our|your|his|her|their|the)\s+[a-z]+)"
+_REQUIRED_TO = re.compile(rf"\b(?:am|is|are)\s+({_PERSON})\s+(?:required|obliged|obligated)\s+to\b", re.I)
+_NEED_WORD = r"(?:required|needed|necessary|mandatory|compulsory)\b"
+_THING_NEEDED = re.compile(r"\b(?:is|are)\s+(?!(?:i|we|you|he|she|they|it|this|that|there)\b)"
+                           rf"((?:(?:a|an|the|my|our|your|any|some)\s+)?(?:[a-z]+\s+){{0,2}}?[a-z]+)\s+{_NEED_WORD}",
+                           re.I)
+_WHICH_NEEDED = re.compile(rf"\b(what|which)\s+((?:[a-z]+\s+){{0,2}}?[a-z]+)\s+(?:is|are)\s+{_NEED_WORD}", re.I)
 _NOT_ABLE = re.compile(r"\b(?:un(able)|im(possible))\b", re.I)
 
 
@@ -165,6 +176,9 @@ def english(text: str) -> str:
     text = _NOON.sub(lambda m: "0:00" if m.group(1).lower() == "midnight" else "12:00", text)
     text = _ALLOWED_TO.sub(r"can \1", text)
     text = _NECESSARY_TO.sub("do i need to", text)
+    text = _REQUIRED_TO.sub(r"must \1", text)
+    text = _WHICH_NEEDED.sub(r"\1 \2 do i need", text)
+    text = _THING_NEEDED.sub(r"do i need \1", text)
     text = _NOT_ABLE.sub(lambda m: f"not {m.group(1) or m.group(2)}", text)
     text = _TIMES.sub(lambda m: "2 times" if m.group(1).lower() == "twice" else "3 times", text)
     return _PERCENT.sub("%", text)
