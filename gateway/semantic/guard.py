@@ -109,6 +109,11 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         if a.numbers != b.numbers:
             return "number", None
         return (None, None) if _quotes_agree(a, b) else ("quoted", None)
+    if a.negations % 2 != b.negations % 2 and a.lang == "en":
+        # `unavailable` / `not available`: an adjective negated by its prefix (`normalize.negated_as_not`)
+        ta, tb = normalize.negated_as_not(a.text, b.text)
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers and a.lang == "en":
         # `a month` / `1 month`, `the second bag` / `the 2nd bag`: one quantity or ordinal said two ways
         # (`normalize.ones_as_articles`, `normalize.ordinals_as_digits`)

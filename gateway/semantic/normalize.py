@@ -41,6 +41,12 @@ word that is only on one side still counts as a change.
   V)` and `which documents are required` is `which documents do I need`.
 - `unable` / `impossible` are `not able` / `not possible`: the negation of two function words (`able`,
   `possible`, like `can`), so `I'm unable to log in` says `I can't log in`.
+- Between two questions (`negated_as_not`): an adjective negated by its prefix is `not` and the
+  adjective when the other question says that adjective (`unavailable` / `not available`, `invalid` /
+  `not valid`, `unhappy` / `not happy`): only the pairs WordNet joins as antonyms
+  (`gateway_dev.wordnet_table --negated`; `invaluable`, `inflammable` and the verbs that undo, `unlock`,
+  are not there), and only then, since a prefixed word may have drifted from its base (`incredible`,
+  `immediate` say no `not credible`, `not mediate`).
 - Amounts and times said in words: `20 dollars` / `20 USD` are `$20`, `20 euros` / `20 EUR` are `€20`
   (`pounds` may weigh, and stays); `2 and a half hours` / `an hour and a half` are `2.5` / `1.5 hours`;
   `a dozen` is 12; `twenty-first` is `21st`; clock times are read on 24 hours (`5pm`, `5 p.m.`,
@@ -55,8 +61,11 @@ word that is only on one side still counts as a change.
 
 from __future__ import annotations
 
+import gzip
 import re
 from collections.abc import Callable
+from functools import lru_cache
+from importlib import resources
 
 _WH_IS = re.compile(r"\b(what|how|where|when|why|who|that|there|here)s\b", re.I)
 _MODAL = [(re.compile(r"\bgotta\b", re.I), "have to"), (re.compile(r"\bgonna\b", re.I), "going to"),
@@ -133,6 +142,8 @@ _THING_NEEDED = re.compile(r"\b(?:is|are)\s+(?!(?:i|we|you|he|she|they|it|this|t
                            re.I)
 _WHICH_NEEDED = re.compile(rf"\b(what|which)\s+((?:[a-z]+\s+){{0,2}}?[a-z]+)\s+(?:is|are)\s+{_NEED_WORD}", re.I)
 _NOT_ABLE = re.compile(r"\b(?:un(able)|im(possible))\b", re.I)
+# an adjective negated by its prefix (`unavailable`, `invalid`) and WordNet's antonym of it (`negated_as_not`)
+_PREFIXED = re.compile(r"\b(?:un|in|im|il|ir|dis|non)-?[a-z]{4,}\b", re.I)
 
 
 _CHAT = [(re.compile(p), r) for p, r in (
@@ -182,6 +193,28 @@ def english(text: str) -> str:
     text = _NOT_ABLE.sub(lambda m: f"not {m.group(1) or m.group(2)}", text)
     text = _TIMES.sub(lambda m: "2 times" if m.group(1).lower() == "twice" else "3 times", text)
     return _PERCENT.sub("%", text)
+
+
+def negated_as_not(a: str, b: str) -> tuple[str, str]:
+    """`unavailable` on one side is `not available` when the other side says `available`."""
+    def rewrite(other: str, text: str) -> str:
+        if not _PREFIXED.search(text):
+            return text
+        negated, said = _negated_adjectives(), set(re.findall(r"[a-z]+", other.lower()))
+
+        def one(m: re.Match[str]) -> str:
+            base = negated.get(m.group(0).lower().replace("-", ""))
+            return f"not {base}" if base in said else m.group(0)
+
+        return _PREFIXED.sub(one, text)
+
+    return rewrite(b, a), rewrite(a, b)
+
+
+@lru_cache(maxsize=1)
+def _negated_adjectives() -> dict[str, str]:
+    raw = resources.files("gateway.semantic").joinpath("data/wordnet_negated.tsv.gz").read_bytes()
+    return dict(line.split("\t", 1) for line in gzip.decompress(raw).decode("utf-8").splitlines() if line)
 
 
 def chinese_quantities(text: str, parse: Callable[[str], int | None]) -> str:
