@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gateway.semantic import normalize, normalize_zh
-from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP, known_word
+from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, EN_STOP_FORMS, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP, known_word
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RE = re.compile(f"[{HAN}]")
@@ -263,7 +263,7 @@ def _latin_token(orig: str, low: str, lang: str, compound: bool, sentence_start:
 @lru_cache(maxsize=1)
 def _long_stop_words() -> dict[int, tuple[str, ...]]:
     by_len: dict[int, list[str]] = {}
-    for w in EN_STOP:
+    for w in EN_STOP - EN_STOP_FORMS:
         if len(w) >= 3:
             by_len.setdefault(len(w), []).append(w)
     return {n: tuple(sorted(ws)) for n, ws in by_len.items()}

@@ -20,7 +20,10 @@ from gateway.semantic.lean_tables import Senses
 
 # Function words (after NLTK's English list) minus negators, direction/time prepositions and
 # scope quantifiers, plus greetings, politeness fillers and hedges (`approx`, `roughly`) that never
-# change what is asked (numbers are compared on their own).
+# change what is asked (numbers are compared on their own); the function verbs inflected (`gets` as
+# `get`) and `whenever` / `wherever` as `when` / `where` (`EN_STOP_FORMS`: no misspelling is read as
+# one of them, `gest` stays a slip of `guest`).
+EN_STOP_FORMS = frozenset("gets gotten needs wants tells told knows whenever wherever".split())  # noqa: SIM905
 EN_STOP = frozenset("""
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
 herself it its itself they them their theirs themselves what which who whom whose this that these those
@@ -29,7 +32,7 @@ because as while of at by for with about between into through to again then here
 how from in on such so than too very s t can could will would shall should may might must just now also still
 really please kindly hi hello hey yo thanks thank dear sir madam ok okay um uh get got getting let lets
 tell know want need like way possible able approx approximately roughly
-""".split())  # noqa: SIM905 (a word list reads better as text)
+""".split()) | EN_STOP_FORMS  # noqa: SIM905 (a word list reads better as text)
 
 EN_NEGATORS = frozenset("""
 not no never none nothing nobody nowhere neither nor without cannot non

@@ -18,13 +18,14 @@ word that is only on one side still counts as a change.
 - A closing plea that restates the question (`…, what's wrong?`, `what's going on?`, `what should I
   do?`, `?? help`) goes when the question before it has three words or more: what is asked is
   what comes before it.
-- `percent`, `per cent` after a number are `%`; Chinese `百分之N` is `N%` (digits or number words).
+- `percent`, `per cent` after a number are `%`; Chinese `百分之N` is `N%` (digits or number words);
+  `%` and `percent` with no number before them ask for a `percentage` (`what % fee`).
 - `half an hour` is `30 minutes`, `半小时` is `30分钟` (the same duration, said both ways); `3月份`
   is `3月` (`月份`, "month", after a number).
 - Chat spellings of function words: `u` / `ur` (you, your), `pls` / `plz` (please), `thx` (thanks),
   `thru` (through), `cuz` / `coz` / `b/c` (because), `abt` (about), `im` (I'm), `w/` (with), `w/o`
   (without: a negation, as the word is).
-- A greeting before the question (`Dear support team,`, `Hello,`) and a sign-off after it (`Best
+- A greeting before the question (`Dear support team,`, `Hello,`, `Excuse me,`) and a sign-off after it (`Best
   regards`, `Cheers`, `Please advise`); `asap`; `how would I go about resetting` (= `resetting`), `need
   help resetting` (= `how to reset`), `I'm trying to reset …` (= `reset …`); `is there an option /
   a possibility to` (= `is there a way to`); `would you be able to tell me how`, `any idea how`.
@@ -36,7 +37,8 @@ word that is only on one side still counts as a change.
   are `over`; `below` / `less than` / `fewer than` / `lower than` are `under` (the number is compared
   on its own; `over` / `under` stay opposites). `twice` / `thrice` are `2 times` / `3 times`.
 - `am I allowed / permitted to V` is `can I V` (also `is my son allowed to`), `is it necessary /
-  required to V` is `do I need to V`: permission and need said with an adjective. In the passive,
+  required to V` is `do I need to V`: permission and need said with an adjective; `are X available
+  to V` is `can I V X`. In the passive,
   `am I required to V` is `must I V`, `is a card required / needed (to V)` is `do I need a card (to
   V)` and `which documents are required` is `which documents do I need`.
 - `unable` / `impossible` are `not able` / `not possible`: the negation of two function words (`able`,
@@ -102,7 +104,7 @@ _COURTESY = re.compile(
 _ANY_WAY = re.compile(r"\bis\s+there\s+(?:any|an?)\s+(?:way|option|possibility)\b", re.I)
 # a greeting before the question and a sign-off after it: `Dear support team, …`, `… Best regards`
 # (`Hello team,`: up to two words that are no person of the question: `Hi, my manager …` keeps `my manager`)
-_GREETING = re.compile(r"^\s*(?:dear|hello|hi|hey|good\s+(?:morning|afternoon|evening))"
+_GREETING = re.compile(r"^\s*(?:dear|hello|hi|hey|excuse\s+me|good\s+(?:morning|afternoon|evening))"
                        r"(?:\s+(?!(?:my|i|we|our|your|me|us)\b)[a-z]+){0,2}\s*[,!:]\s*", re.I)
 # (a name may follow: `Best regards, Ana`; anything longer stays)
 _SIGN_OFF = re.compile(r"(?<=[.?!,])\s*(?:(?:best|kind|warm)\s+regards|regards|cheers|many\s+thanks|thanks|thank\s+you"
@@ -142,6 +144,12 @@ _THING_NEEDED = re.compile(r"\b(?:is|are)\s+(?!(?:i|we|you|he|she|they|it|this|t
                            re.I)
 _WHICH_NEEDED = re.compile(rf"\b(what|which)\s+((?:[a-z]+\s+){{0,2}}?[a-z]+)\s+(?:is|are)\s+{_NEED_WORD}", re.I)
 _NOT_ABLE = re.compile(r"\b(?:un(able)|im(possible))\b", re.I)
+# `are skis available to rent` asks `can I rent skis` (availability for an action is its possibility)
+_AVAILABLE_TO = re.compile(r"\b(?:is|are)\s+((?:(?:a|an|the|my|our|your|any|some)\s+)?(?:[a-z]+\s+){0,3}?[a-z]+)\s+"
+                           r"available\s+to\s+(?!(?:other|all|any|the|a|an|my|your|our|their|his|her|me|us|them|you"
+                           r"|everyone|anyone|members|guests|users|customers)\b)([a-z]+)\b", re.I)
+# `what %` (no number before it) and `what percent` ask for a percentage
+_BARE_PERCENT = re.compile(r"(?<![\d.])\s*%|\bpercent\b", re.I)
 # an adjective negated by its prefix (`unavailable`, `invalid`) and WordNet's antonym of it (`negated_as_not`)
 _PREFIXED = re.compile(r"\b(?:un|in|im|il|ir|dis|non)-?[a-z]{4,}\b", re.I)
 
@@ -191,8 +199,10 @@ def english(text: str) -> str:
     text = _WHICH_NEEDED.sub(r"\1 \2 do i need", text)
     text = _THING_NEEDED.sub(r"do i need \1", text)
     text = _NOT_ABLE.sub(lambda m: f"not {m.group(1) or m.group(2)}", text)
+    text = _AVAILABLE_TO.sub(r"can i \2 \1", text)
     text = _TIMES.sub(lambda m: "2 times" if m.group(1).lower() == "twice" else "3 times", text)
-    return _PERCENT.sub("%", text)
+    text = _PERCENT.sub("%", text)
+    return _BARE_PERCENT.sub(" percentage", text) if "%" in text or "ercent" in text else text
 
 
 def negated_as_not(a: str, b: str) -> tuple[str, str]:
