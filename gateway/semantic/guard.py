@@ -122,6 +122,10 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
             ta, tb = normalize.ones_as_articles(ta, tb, stem)
         if (ta, tb) != (a.text, b.text):
             a, b = analyze(ta), analyze(tb)
+    if a.lang == "zh" and ("块" in a.text) != ("块" in b.text):
+        ta, tb = normalize_zh.kuai_as_yuan(a.text, b.text)  # `49块` / `49元`
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers and a.lang == "zh" and "1" in (*a.numbers, *b.numbers):
         # `一年` on one side, `1年` on the other: the same quantity (`normalize_zh.ones_as_digits`)
         ta, tb = normalize_zh.ones_as_digits(a.text, b.text)
