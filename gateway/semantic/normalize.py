@@ -14,6 +14,8 @@ word that is only on one side still counts as a change.
   `let me know when …`): the framed question is what is asked, so the frame goes when a question
   word follows it. `explain` followed by an object (`explain my bill`) stays.
 - `what are the steps to`, `what is the process for`, `what is the procedure to` ask `how to`;
+  `what happens if` asks `what if`; `the hiring process` names `hiring` (a generic head); a
+  distributive `per` before a unit is the article (`$5 per month` / `$5 a month`);
   `what is the price of` / `what's the cost of` ask `how much is`.
 - A closing plea that restates the question (`…, what's wrong?`, `what's going on?`, `what should I
   do?`, `?? help`) goes when the question before it has three words or more: what is asked is
@@ -80,6 +82,12 @@ _REQUEST = re.compile(
     rf"|\b(?:any\s+idea|does\s+anyone\s+know|anyone\s+know)\s+(?={_WH})", re.I)
 # after contractions: "what's the process for" arrives as "what the process for"
 _STEPS = re.compile(r"\bwhat(?:\s+(?:are|is|were|was))?\s+the\s+(?:steps|process|procedure)\s+(?:to|for)\b", re.I)
+# `what happens if X` asks `what if X`; `the hiring process` names `hiring` (a generic head after an
+# action noun, as Chinese `X功能` after what it names)
+_WHAT_HAPPENS = re.compile(r"\bwhat\s+(?:happens|will\s+happen|would\s+happen)\s+(?=if\b)", re.I)
+_PROCESS = re.compile(r"\b([a-z]+(?:ing|tion|sion|ment|al))\s+process\b", re.I)
+# distributive `per` is the article (`$5 per month` / `$5 a month`; `as per` stays)
+_PER = re.compile(r"(?<!\bas\s)\bper\s+(?=[a-z])", re.I)
 # "what is the price of X" asks "how much is X" (after contractions: "what's" arrives as "what")
 _PRICE = re.compile(r"\bwhat(?:\s+(?:is|are|was|were))?\s+the\s+(?:price|cost)\b(?:\s+of\b)?", re.I)
 # A closing question that only asks for help with what was just said: "My bulb won't connect, what's
@@ -178,6 +186,9 @@ def english(text: str) -> str:
     text = _HELP_ME.sub("how to ", text)
     text = _REQUEST.sub("", text)
     text = _STEPS.sub("how to", text)
+    text = _WHAT_HAPPENS.sub("what ", text)
+    text = _PROCESS.sub(r"\1", text)
+    text = _PER.sub("a ", text)
     text = _PRICE.sub("how much is", text)
     tail = _TAIL.search(text)
     if tail and len(re.findall(r"[A-Za-z0-9]+", text[: tail.start()])) >= 3:
@@ -247,15 +258,25 @@ _ONE_BEFORE = re.compile(r"(?<![\d.])\b1(?:\s+|-)([A-Za-z]+)")
 _ARTICLE = re.compile(r"\b(?:a|an|one)(?:\s+|-)(?!one\b)([A-Za-z]+)", re.I)
 
 
+# a number standing alone at the end of its phrase (`instead of 1`, `more than one?`)
+_LONE_1 = re.compile(r"\b([A-Za-z]+)\s+1(?![\d.]|\s*[A-Za-z])")
+_LONE_ONE = re.compile(r"\b([A-Za-z]+)\s+one\b(?!\s*[A-Za-z])", re.I)
+
+
 def ones_as_articles(a: str, b: str, stem: Callable[[str], str]) -> tuple[str, str]:
     """`a month` / `one month` on one side is `1 month` when the other side says `1 month`
-    (`months`, by stem): the same quantity, written with an article or a number word."""
+    (`months`, by stem): the same quantity, written with an article or a number word. So is a lone
+    `one` ending its phrase after the word the other side's lone `1` follows (`instead of one` /
+    `instead of 1`)."""
     def rewrite(digits: str, words: str) -> str:
         counted = {stem(m.group(1).lower()) for m in _ONE_BEFORE.finditer(digits)}
+        after = {m.group(1).lower() for m in _LONE_1.finditer(digits)}
 
         def one(w: re.Match[str]) -> str:
             return f"1 {w.group(1)}" if stem(w.group(1).lower()) in counted else w.group(0)
 
+        if after:
+            words = _LONE_ONE.sub(lambda w: f"{w.group(1)} 1" if w.group(1).lower() in after else w.group(0), words)
         return _ARTICLE.sub(one, words) if counted else words
 
     return rewrite(b, a), rewrite(a, b)

@@ -47,3 +47,23 @@ def test_availability_for_people_is_no_action() -> None:
     # `available to members` names who, not what is done
     assert "can i" not in analyze("Is the lounge available to members?").text
     assert "percentage" in analyze("what % fee").text and "percentage" not in analyze("a 5% fee").text
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("I want 3 tickets per show instead of 1", "I'd like three tickets a show instead of one"),
+    ("What happens if my flight is delayed?", "what if my flight is delayed"),
+    ("How long does the approval process take?", "How long does approval take?"),
+    ("Is the fee $5 per month?", "Is the fee $5 a month?"),
+])
+def test_quantities_and_frames_said_two_ways(cached: str, query: str) -> None:
+    assert _same(cached, query)
+
+
+@pytest.mark.parametrize(("cached", "query"), [
+    ("I want 3 tickets per show instead of 1", "I want 1 ticket per show instead of 3"),
+    ("I want 3 tickets per show instead of 1", "I want three tickets per show instead of two"),
+    ("How long does the approval process take?", "How long does the refund process take?"),
+    ("What happens if my flight is delayed?", "What happens if my flight is cancelled?"),
+])
+def test_quantities_and_frames_near_misses(cached: str, query: str) -> None:
+    assert not guard.decide(cached, query, 0.99, 0.6).hit
