@@ -114,6 +114,10 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         ta, tb = normalize.negated_as_not(a.text, b.text)
         if (ta, tb) != (a.text, b.text):
             a, b = analyze(ta), analyze(tb)
+    if a.lang == "en" and ("per" in a.words) != ("per" in b.words):
+        ta, tb = normalize.per_as_article(a.text, b.text)  # `per month` / `a month`
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers and a.lang == "en":
         # `a month` / `1 month`, `the second bag` / `the 2nd bag`: one quantity or ordinal said two ways
         # (`normalize.ones_as_articles`, `normalize.ordinals_as_digits`)

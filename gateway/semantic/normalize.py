@@ -14,8 +14,9 @@ word that is only on one side still counts as a change.
   `let me know when …`): the framed question is what is asked, so the frame goes when a question
   word follows it. `explain` followed by an object (`explain my bill`) stays.
 - `what are the steps to`, `what is the process for`, `what is the procedure to` ask `how to`;
-  `what happens if` asks `what if`; `the hiring process` names `hiring` (a generic head); a
-  distributive `per` before a unit is the article (`$5 per month` / `$5 a month`);
+  `what happens if` asks `what if`; `the hiring process` names `hiring` (a generic head);
+- Between two questions (`per_as_article`): a distributive `per X` is `a X` when the other question
+  says `a X` (only then: `requests per minute` must stay an acronym's `RPM`);
   `what is the price of` / `what's the cost of` ask `how much is`.
 - A closing plea that restates the question (`…, what's wrong?`, `what's going on?`, `what should I
   do?`, `?? help`) goes when the question before it has three words or more: what is asked is
@@ -86,8 +87,8 @@ _STEPS = re.compile(r"\bwhat(?:\s+(?:are|is|were|was))?\s+the\s+(?:steps|process
 # action noun, as Chinese `X功能` after what it names)
 _WHAT_HAPPENS = re.compile(r"\bwhat\s+(?:happens|will\s+happen|would\s+happen)\s+(?=if\b)", re.I)
 _PROCESS = re.compile(r"\b([a-z]+(?:ing|tion|sion|ment|al))\s+process\b", re.I)
-# distributive `per` is the article (`$5 per month` / `$5 a month`; `as per` stays)
-_PER = re.compile(r"(?<!\bas\s)\bper\s+(?=[a-z])", re.I)
+# distributive `per` (`per_as_article`)
+_PER = re.compile(r"(?<!\bas\s)\bper\s+(?!cent\b)([a-z]+)", re.I)
 # "what is the price of X" asks "how much is X" (after contractions: "what's" arrives as "what")
 _PRICE = re.compile(r"\bwhat(?:\s+(?:is|are|was|were))?\s+the\s+(?:price|cost)\b(?:\s+of\b)?", re.I)
 # A closing question that only asks for help with what was just said: "My bulb won't connect, what's
@@ -188,7 +189,6 @@ def english(text: str) -> str:
     text = _STEPS.sub("how to", text)
     text = _WHAT_HAPPENS.sub("what ", text)
     text = _PROCESS.sub(r"\1", text)
-    text = _PER.sub("a ", text)
     text = _PRICE.sub("how much is", text)
     tail = _TAIL.search(text)
     if tail and len(re.findall(r"[A-Za-z0-9]+", text[: tail.start()])) >= 3:
@@ -261,6 +261,15 @@ _ARTICLE = re.compile(r"\b(?:a|an|one)(?:\s+|-)(?!one\b)([A-Za-z]+)", re.I)
 # a number standing alone at the end of its phrase (`instead of 1`, `more than one?`)
 _LONE_1 = re.compile(r"\b([A-Za-z]+)\s+1(?![\d.]|\s*[A-Za-z])")
 _LONE_ONE = re.compile(r"\b([A-Za-z]+)\s+one\b(?!\s*[A-Za-z])", re.I)
+
+
+def per_as_article(a: str, b: str) -> tuple[str, str]:
+    """`2 bags per month` on one side is `2 bags a month` when the other side says `a month`."""
+    def rewrite(other: str, text: str) -> str:
+        said = {w.lower() for w in re.findall(r"\ban?\s+([a-z]+)", other, re.I)}
+        return _PER.sub(lambda m: f"a {m.group(1)}" if m.group(1).lower() in said else m.group(0), text)
+
+    return rewrite(b, a), rewrite(a, b)
 
 
 def ones_as_articles(a: str, b: str, stem: Callable[[str], str]) -> tuple[str, str]:
