@@ -34,13 +34,12 @@ evidence allows it (`gateway.semantic.evidence`).
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
-from gateway.semantic import normalize, normalize_zh, placement, structure
+from gateway.semantic import modality, normalize, normalize_zh, placement, structure
 from gateway.semantic.align import Alignment, align
 from gateway.semantic.lexical import Analysis, analyze, stem
 from gateway.semantic.lexicon import EN_ANTONYMS, EN_FRAME, EN_SCOPE, ZH_ANTONYMS, ZH_FRAME, ZH_SCOPE
@@ -110,12 +109,25 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         if a.numbers != b.numbers:
             return "number", None
         return (None, None) if _quotes_agree(a, b) else ("quoted", None)
+    if a.negations % 2 != b.negations % 2 and a.lang == "en":
+        # `unavailable` / `not available`: an adjective negated by its prefix (`normalize.negated_as_not`)
+        ta, tb = normalize.negated_as_not(a.text, b.text)
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
+    if a.lang == "en" and ("per" in a.words) != ("per" in b.words):
+        ta, tb = normalize.per_as_article(a.text, b.text)  # `per month` / `a month`
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers and a.lang == "en":
         # `a month` / `1 month`, `the second bag` / `the 2nd bag`: one quantity or ordinal said two ways
         # (`normalize.ones_as_articles`, `normalize.ordinals_as_digits`)
         ta, tb = normalize.units_as_other(*normalize.ordinals_as_digits(a.text, b.text))
         if "1" in (*a.numbers, *b.numbers):
             ta, tb = normalize.ones_as_articles(ta, tb, stem)
+        if (ta, tb) != (a.text, b.text):
+            a, b = analyze(ta), analyze(tb)
+    if a.lang == "zh" and ("块" in a.text) != ("块" in b.text):
+        ta, tb = normalize_zh.kuai_as_yuan(a.text, b.text)  # `49块` / `49元`
         if (ta, tb) != (a.text, b.text):
             a, b = analyze(ta), analyze(tb)
     if a.numbers != b.numbers and a.lang == "zh" and "1" in (*a.numbers, *b.numbers):
@@ -134,11 +146,16 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
     al = align(a, b)
     marker_ratio = params.marker_ratio_zh if a.lang == "zh" else params.marker_ratio
     if al.ratio >= marker_ratio:
-        if a.negations % 2 != b.negations % 2:
+        # `is a card required to check in?` / `can I check in without a card?`: one question asked
+        # from its two sides, so neither the negation nor the modality is a change (same content
+        # only: a reworded pair keeps its negation as a marker for the evidence path)
+        dual = (a.negations != b.negations and not al.unmatched_a and not al.unmatched_b
+                and modality.dual(a, b))
+        if a.negations % 2 != b.negations % 2 and not dual:
             return "negation", al
         if _scope_changed(a, b, al):
             return "scope", al
-        if a.lang == "en" and (ma := _modality(a)) and (mb := _modality(b)) and ma != mb:
+        if not dual and (ma := modality.modality(a)) and (mb := modality.modality(b)) and ma != mb:
             return "modality", al  # `can I bring my own food?` / `do I have to bring my own food?`
     if not al.unmatched_a and not al.unmatched_b and (
             _roles_swapped(a, b) or (a.lang == "zh" and structure.zh_roles_moved(a.text, b.text))):
@@ -263,32 +280,6 @@ def _scope_changed(a: Analysis, b: Analysis, al: Alignment) -> bool:
     if a.lang == "zh":
         return any((w in a.text) != (w in b.text) for w in ZH_SCOPE)
     return False
-
-
-_WH_WORDS = frozenset("how what where when why which who whom whose".split())  # noqa: SIM905
-_OBLIGED = re.compile(r"\b(?:must|should|ought|(?:have|has|had|need|needs)\s+to|required|necessary|mandatory"
-                      r"|obligatory|compulsory)\b")
-_ALLOWED = re.compile(r"\b(?:can|could|may|able|allowed|permitted|possible|ok|okay)\b")
-
-
-@lru_cache(maxsize=8192)
-def _modality_of(surface: str) -> str | None:
-    obliged, allowed = _OBLIGED.search(surface), _ALLOWED.search(surface)
-    first = min((m.start() for m in (obliged, allowed) if m is not None), default=None)
-    if first is None:
-        return None
-    if any(w in _WH_WORDS for w in surface[:first].split()):
-        return None  # `how can I …` and `how do I …` ask the same: the modal frames a method
-    # (a wh-word after the modal opens a clause of its own: `can I stay in my car when I pick up?`)
-    return "obliged" if obliged else "allowed"
-
-
-def _modality(a: Analysis) -> str | None:
-    """What a yes/no question asks of its action: whether it is allowed or possible (`can I`, `may I`,
-    `am I able to`, `is it possible to`) or whether it is required or advised (`must I`, `do I have
-    to`, `do I need to`, `should I`, `is it necessary`). The modals are function words, so without this
-    `can I bring my own food?` and `do I have to bring my own food?` would be one question."""
-    return _modality_of(a.surface)
 
 
 def _roles_swapped(a: Analysis, b: Analysis) -> bool:

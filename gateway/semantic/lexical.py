@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gateway.semantic import normalize, normalize_zh
-from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP, known_word
+from gateway.semantic.lexicon import EN_NEGATORS, EN_STOP, EN_STOP_FORMS, ZH_A_NOT_A, ZH_NEGATORS, ZH_STOP, known_word
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_RE = re.compile(f"[{HAN}]")
@@ -32,7 +32,9 @@ _CN_UNIT = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_00
 _CN_NUM_RE = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
 _CN_APPROX = re.compile("([一二两三四五六七八])([二三四五六七八九])([十百千万亿]?)")
 # Measure words and units after which a lone Chinese numeral is a quantity, not a word part.
-_CN_MEASURE = set("个天日号月年周小时分秒次台张件份位名人元块角倍岁点线级层期篇条本页项种批笔单晚折成%")
+# classifiers after a number (`两辆车` is two cars: `两` is a number before any of them)
+_CN_MEASURE = set("个天日号月年周小时分秒次台张件份位名人元块角倍岁点线级层期篇条本页项种批笔单晚折成%"
+                  "辆架只头匹双对套盒瓶杯碗把支枚颗片包袋箱间座栋棵家所门节课场趟遍段句")
 
 _EN_NUM = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -263,7 +265,7 @@ def _latin_token(orig: str, low: str, lang: str, compound: bool, sentence_start:
 @lru_cache(maxsize=1)
 def _long_stop_words() -> dict[int, tuple[str, ...]]:
     by_len: dict[int, list[str]] = {}
-    for w in EN_STOP:
+    for w in EN_STOP - EN_STOP_FORMS:
         if len(w) >= 3:
             by_len.setdefault(len(w), []).append(w)
     return {n: tuple(sorted(ws)) for n, ws in by_len.items()}

@@ -20,7 +20,10 @@ from gateway.semantic.lean_tables import Senses
 
 # Function words (after NLTK's English list) minus negators, direction/time prepositions and
 # scope quantifiers, plus greetings, politeness fillers and hedges (`approx`, `roughly`) that never
-# change what is asked (numbers are compared on their own).
+# change what is asked (numbers are compared on their own); the function verbs inflected (`gets` as
+# `get`) and `whenever` / `wherever` as `when` / `where` (`EN_STOP_FORMS`: no misspelling is read as
+# one of them, `gest` stays a slip of `guest`).
+EN_STOP_FORMS = frozenset("gets gotten needs wants tells told knows whenever wherever".split())  # noqa: SIM905
 EN_STOP = frozenset("""
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
 herself it its itself they them their theirs themselves what which who whom whose this that these those
@@ -29,7 +32,7 @@ because as while of at by for with about between into through to again then here
 how from in on such so than too very s t can could will would shall should may might must just now also still
 really please kindly hi hello hey yo thanks thank dear sir madam ok okay um uh get got getting let lets
 tell know want need like way possible able approx approximately roughly
-""".split())  # noqa: SIM905 (a word list reads better as text)
+""".split()) | EN_STOP_FORMS  # noqa: SIM905 (a word list reads better as text)
 
 EN_NEGATORS = frozenset("""
 not no never none nothing nobody nowhere neither nor without cannot non
@@ -64,6 +67,7 @@ EN_ANTONYMS: tuple[tuple[str, str], ...] = (
 # content words still count), `情况下` (`在 … 的情况下`, "in the case of"), a request for help that
 # names the speaker (`能帮我取消吗` asks what `能取消吗` asks; `帮我朋友` keeps the friend) and the
 # perfective `已经` (as `了`; `已经` / `还没` stays an antonym pair, compared on the text).
+# The modals of necessity (`必须`, `一定要`) are function words like `需要`: `modality` compares them.
 # Negators and direction words are not here.
 ZH_STOP = frozenset("""
 怎么样 怎么办 怎么 怎样 如何 什么 为什么 为何 哪里 哪儿 哪个 哪些 哪天 哪 是否 能否 可否 可以 能够
@@ -72,6 +76,7 @@ ZH_STOP = frozenset("""
 需要 应该 该 还 就 都 也 又 这个 那个 这 那 个 把 被 给 对 和 与 及 或 或者 等 之 其
 很 太 么 里 去 来 时候 时 当 然后 多少 几
 如果 假如 要是 情况下 帮我 帮我们 帮忙 咱 已经
+必须 必需 一定要 非得 务必
 """.split())  # noqa: SIM905 (a word list reads better as text)
 
 # Quantifiers of scope: "all my invoices" is not "last month's invoice"; "every key" is not "a key".

@@ -14,17 +14,21 @@ word that is only on one side still counts as a change.
   `let me know when …`): the framed question is what is asked, so the frame goes when a question
   word follows it. `explain` followed by an object (`explain my bill`) stays.
 - `what are the steps to`, `what is the process for`, `what is the procedure to` ask `how to`;
+  `what happens if` asks `what if`; `the hiring process` names `hiring` (a generic head);
+- Between two questions (`per_as_article`): a distributive `per X` is `a X` when the other question
+  says `a X` (only then: `requests per minute` must stay an acronym's `RPM`);
   `what is the price of` / `what's the cost of` ask `how much is`.
 - A closing plea that restates the question (`…, what's wrong?`, `what's going on?`, `what should I
   do?`, `?? help`) goes when the question before it has three words or more: what is asked is
   what comes before it.
-- `percent`, `per cent` after a number are `%`; Chinese `百分之N` is `N%` (digits or number words).
+- `percent`, `per cent` after a number are `%`; Chinese `百分之N` is `N%` (digits or number words);
+  `%` and `percent` with no number before them ask for a `percentage` (`what % fee`).
 - `half an hour` is `30 minutes`, `半小时` is `30分钟` (the same duration, said both ways); `3月份`
   is `3月` (`月份`, "month", after a number).
 - Chat spellings of function words: `u` / `ur` (you, your), `pls` / `plz` (please), `thx` (thanks),
   `thru` (through), `cuz` / `coz` / `b/c` (because), `abt` (about), `im` (I'm), `w/` (with), `w/o`
   (without: a negation, as the word is).
-- A greeting before the question (`Dear support team,`, `Hello,`) and a sign-off after it (`Best
+- A greeting before the question (`Dear support team,`, `Hello,`, `Excuse me,`) and a sign-off after it (`Best
   regards`, `Cheers`, `Please advise`); `asap`; `how would I go about resetting` (= `resetting`), `need
   help resetting` (= `how to reset`), `I'm trying to reset …` (= `reset …`); `is there an option /
   a possibility to` (= `is there a way to`); `would you be able to tell me how`, `any idea how`.
@@ -36,9 +40,18 @@ word that is only on one side still counts as a change.
   are `over`; `below` / `less than` / `fewer than` / `lower than` are `under` (the number is compared
   on its own; `over` / `under` stay opposites). `twice` / `thrice` are `2 times` / `3 times`.
 - `am I allowed / permitted to V` is `can I V` (also `is my son allowed to`), `is it necessary /
-  required to V` is `do I need to V`: permission and need said with an adjective.
+  required to V` is `do I need to V`: permission and need said with an adjective; `are X available
+  to V` is `can I V X`. In the passive,
+  `am I required to V` is `must I V`, `is a card required / needed (to V)` is `do I need a card (to
+  V)` and `which documents are required` is `which documents do I need`.
 - `unable` / `impossible` are `not able` / `not possible`: the negation of two function words (`able`,
   `possible`, like `can`), so `I'm unable to log in` says `I can't log in`.
+- Between two questions (`negated_as_not`): an adjective negated by its prefix is `not` and the
+  adjective when the other question says that adjective (`unavailable` / `not available`, `invalid` /
+  `not valid`, `unhappy` / `not happy`): only the pairs WordNet joins as antonyms
+  (`gateway_dev.wordnet_table --negated`; `invaluable`, `inflammable` and the verbs that undo, `unlock`,
+  are not there), and only then, since a prefixed word may have drifted from its base (`incredible`,
+  `immediate` say no `not credible`, `not mediate`).
 - Amounts and times said in words: `20 dollars` / `20 USD` are `$20`, `20 euros` / `20 EUR` are `€20`
   (`pounds` may weigh, and stays); `2 and a half hours` / `an hour and a half` are `2.5` / `1.5 hours`;
   `a dozen` is 12; `twenty-first` is `21st`; clock times are read on 24 hours (`5pm`, `5 p.m.`,
@@ -53,8 +66,11 @@ word that is only on one side still counts as a change.
 
 from __future__ import annotations
 
+import gzip
 import re
 from collections.abc import Callable
+from functools import lru_cache
+from importlib import resources
 
 _WH_IS = re.compile(r"\b(what|how|where|when|why|who|that|there|here)s\b", re.I)
 _MODAL = [(re.compile(r"\bgotta\b", re.I), "have to"), (re.compile(r"\bgonna\b", re.I), "going to"),
@@ -67,6 +83,12 @@ _REQUEST = re.compile(
     rf"|\b(?:any\s+idea|does\s+anyone\s+know|anyone\s+know)\s+(?={_WH})", re.I)
 # after contractions: "what's the process for" arrives as "what the process for"
 _STEPS = re.compile(r"\bwhat(?:\s+(?:are|is|were|was))?\s+the\s+(?:steps|process|procedure)\s+(?:to|for)\b", re.I)
+# `what happens if X` asks `what if X`; `the hiring process` names `hiring` (a generic head after an
+# action noun, as Chinese `X功能` after what it names)
+_WHAT_HAPPENS = re.compile(r"\bwhat\s+(?:happens|will\s+happen|would\s+happen)\s+(?=if\b)", re.I)
+_PROCESS = re.compile(r"\b([a-z]+(?:ing|tion|sion|ment|al))\s+process\b", re.I)
+# distributive `per` (`per_as_article`)
+_PER = re.compile(r"(?<!\bas\s)\bper\s+(?!cent\b)([a-z]+)", re.I)
 # "what is the price of X" asks "how much is X" (after contractions: "what's" arrives as "what")
 _PRICE = re.compile(r"\bwhat(?:\s+(?:is|are|was|were))?\s+the\s+(?:price|cost)\b(?:\s+of\b)?", re.I)
 # A closing question that only asks for help with what was just said: "My bulb won't connect, what's
@@ -91,7 +113,7 @@ _COURTESY = re.compile(
 _ANY_WAY = re.compile(r"\bis\s+there\s+(?:any|an?)\s+(?:way|option|possibility)\b", re.I)
 # a greeting before the question and a sign-off after it: `Dear support team, …`, `… Best regards`
 # (`Hello team,`: up to two words that are no person of the question: `Hi, my manager …` keeps `my manager`)
-_GREETING = re.compile(r"^\s*(?:dear|hello|hi|hey|good\s+(?:morning|afternoon|evening))"
+_GREETING = re.compile(r"^\s*(?:dear|hello|hi|hey|excuse\s+me|good\s+(?:morning|afternoon|evening))"
                        r"(?:\s+(?!(?:my|i|we|our|your|me|us)\b)[a-z]+){0,2}\s*[,!:]\s*", re.I)
 # (a name may follow: `Best regards, Ana`; anything longer stays)
 _SIGN_OFF = re.compile(r"(?<=[.?!,])\s*(?:(?:best|kind|warm)\s+regards|regards|cheers|many\s+thanks|thanks|thank\s+you"
@@ -121,7 +143,24 @@ _NOON = re.compile(r"\b(noon|midday|midnight)\b", re.I)
 _ALLOWED_TO = re.compile(r"\b(?:am|is|are)\s+((?:i|we|you|he|she|they|(?:my|our|your|his|her|their|the)\s+[a-z]+)\s+)"
                          r"(?:allowed|permitted)\s+to\b", re.I)
 _NECESSARY_TO = re.compile(r"\bis\s+it\s+(?:necessary|required|mandatory|compulsory)\s+(?:for\s+me\s+)?to\b", re.I)
+# the same said in the passive: `am I required to V` asks `must I V`; `is a card required (to V)`, `which
+# documents are needed` ask `do I need a card`, `which documents do I need` (a person required is no thing)
+_PERSON = r"(?:i|we|you|he|she|they|(?:my|our|your|his|her|their|the)\s+[a-z]+)"
+_REQUIRED_TO = re.compile(rf"\b(?:am|is|are)\s+({_PERSON})\s+(?:required|obliged|obligated)\s+to\b", re.I)
+_NEED_WORD = r"(?:required|needed|necessary|mandatory|compulsory)\b"
+_THING_NEEDED = re.compile(r"\b(?:is|are)\s+(?!(?:i|we|you|he|she|they|it|this|that|there)\b)"
+                           rf"((?:(?:a|an|the|my|our|your|any|some)\s+)?(?:[a-z]+\s+){{0,2}}?[a-z]+)\s+{_NEED_WORD}",
+                           re.I)
+_WHICH_NEEDED = re.compile(rf"\b(what|which)\s+((?:[a-z]+\s+){{0,2}}?[a-z]+)\s+(?:is|are)\s+{_NEED_WORD}", re.I)
 _NOT_ABLE = re.compile(r"\b(?:un(able)|im(possible))\b", re.I)
+# `are skis available to rent` asks `can I rent skis` (availability for an action is its possibility)
+_AVAILABLE_TO = re.compile(r"\b(?:is|are)\s+((?:(?:a|an|the|my|our|your|any|some)\s+)?(?:[a-z]+\s+){0,3}?[a-z]+)\s+"
+                           r"available\s+to\s+(?!(?:other|all|any|the|a|an|my|your|our|their|his|her|me|us|them|you"
+                           r"|everyone|anyone|members|guests|users|customers)\b)([a-z]+)\b", re.I)
+# `what %` (no number before it) and `what percent` ask for a percentage
+_BARE_PERCENT = re.compile(r"(?<![\d.])\s*%|\bpercent\b", re.I)
+# an adjective negated by its prefix (`unavailable`, `invalid`) and WordNet's antonym of it (`negated_as_not`)
+_PREFIXED = re.compile(r"\b(?:un|in|im|il|ir|dis|non)-?[a-z]{4,}\b", re.I)
 
 
 _CHAT = [(re.compile(p), r) for p, r in (
@@ -148,6 +187,8 @@ def english(text: str) -> str:
     text = _HELP_ME.sub("how to ", text)
     text = _REQUEST.sub("", text)
     text = _STEPS.sub("how to", text)
+    text = _WHAT_HAPPENS.sub("what ", text)
+    text = _PROCESS.sub(r"\1", text)
     text = _PRICE.sub("how much is", text)
     tail = _TAIL.search(text)
     if tail and len(re.findall(r"[A-Za-z0-9]+", text[: tail.start()])) >= 3:
@@ -165,9 +206,36 @@ def english(text: str) -> str:
     text = _NOON.sub(lambda m: "0:00" if m.group(1).lower() == "midnight" else "12:00", text)
     text = _ALLOWED_TO.sub(r"can \1", text)
     text = _NECESSARY_TO.sub("do i need to", text)
+    text = _REQUIRED_TO.sub(r"must \1", text)
+    text = _WHICH_NEEDED.sub(r"\1 \2 do i need", text)
+    text = _THING_NEEDED.sub(r"do i need \1", text)
     text = _NOT_ABLE.sub(lambda m: f"not {m.group(1) or m.group(2)}", text)
+    text = _AVAILABLE_TO.sub(r"can i \2 \1", text)
     text = _TIMES.sub(lambda m: "2 times" if m.group(1).lower() == "twice" else "3 times", text)
-    return _PERCENT.sub("%", text)
+    text = _PERCENT.sub("%", text)
+    return _BARE_PERCENT.sub(" percentage", text) if "%" in text or "ercent" in text else text
+
+
+def negated_as_not(a: str, b: str) -> tuple[str, str]:
+    """`unavailable` on one side is `not available` when the other side says `available`."""
+    def rewrite(other: str, text: str) -> str:
+        if not _PREFIXED.search(text):
+            return text
+        negated, said = _negated_adjectives(), set(re.findall(r"[a-z]+", other.lower()))
+
+        def one(m: re.Match[str]) -> str:
+            base = negated.get(m.group(0).lower().replace("-", ""))
+            return f"not {base}" if base in said else m.group(0)
+
+        return _PREFIXED.sub(one, text)
+
+    return rewrite(b, a), rewrite(a, b)
+
+
+@lru_cache(maxsize=1)
+def _negated_adjectives() -> dict[str, str]:
+    raw = resources.files("gateway.semantic").joinpath("data/wordnet_negated.tsv.gz").read_bytes()
+    return dict(line.split("\t", 1) for line in gzip.decompress(raw).decode("utf-8").splitlines() if line)
 
 
 def chinese_quantities(text: str, parse: Callable[[str], int | None]) -> str:
@@ -190,15 +258,34 @@ _ONE_BEFORE = re.compile(r"(?<![\d.])\b1(?:\s+|-)([A-Za-z]+)")
 _ARTICLE = re.compile(r"\b(?:a|an|one)(?:\s+|-)(?!one\b)([A-Za-z]+)", re.I)
 
 
+# a number standing alone at the end of its phrase (`instead of 1`, `more than one?`)
+_LONE_1 = re.compile(r"\b([A-Za-z]+)\s+1(?![\d.]|\s*[A-Za-z])")
+_LONE_ONE = re.compile(r"\b([A-Za-z]+)\s+one\b(?!\s*[A-Za-z])", re.I)
+
+
+def per_as_article(a: str, b: str) -> tuple[str, str]:
+    """`2 bags per month` on one side is `2 bags a month` when the other side says `a month`."""
+    def rewrite(other: str, text: str) -> str:
+        said = {w.lower() for w in re.findall(r"\ban?\s+([a-z]+)", other, re.I)}
+        return _PER.sub(lambda m: f"a {m.group(1)}" if m.group(1).lower() in said else m.group(0), text)
+
+    return rewrite(b, a), rewrite(a, b)
+
+
 def ones_as_articles(a: str, b: str, stem: Callable[[str], str]) -> tuple[str, str]:
     """`a month` / `one month` on one side is `1 month` when the other side says `1 month`
-    (`months`, by stem): the same quantity, written with an article or a number word."""
+    (`months`, by stem): the same quantity, written with an article or a number word. So is a lone
+    `one` ending its phrase after the word the other side's lone `1` follows (`instead of one` /
+    `instead of 1`)."""
     def rewrite(digits: str, words: str) -> str:
         counted = {stem(m.group(1).lower()) for m in _ONE_BEFORE.finditer(digits)}
+        after = {m.group(1).lower() for m in _LONE_1.finditer(digits)}
 
         def one(w: re.Match[str]) -> str:
             return f"1 {w.group(1)}" if stem(w.group(1).lower()) in counted else w.group(0)
 
+        if after:
+            words = _LONE_ONE.sub(lambda w: f"{w.group(1)} 1" if w.group(1).lower() in after else w.group(0), words)
         return _ARTICLE.sub(one, words) if counted else words
 
     return rewrite(b, a), rewrite(a, b)

@@ -29,6 +29,10 @@ safely, and a content word on one side only still counts as a change.
 - Quantities: `块钱` / `元钱` after a number = `元`, `俩` = `两个`, `半年` = `6个月`, times of day
   (`4:30` / `四点半` = `4点30分`, `9:00` = `9点`), digits before a unit numeral as one number
   (`3万` = `30000`, `2.5千` = `2500`).
+- `每个月` / `每个人` / `每个小时` = `每月` / `每人` / `每小时`.
+- Event order: `A之后再B` and `B之前先A` are `先A再B` (`先A后B` too), so the placement rule compares
+  one order (`B之前先A` / `先B再A` still exchange A and B).
+- Between two questions (`kuai_as_yuan`): `49块` is `49元` when the other question writes `49元`.
 - Between two questions (`ones_as_digits`): a lone `一` is `1` when the other question writes `1` in
   the same place (before the same measure word, or after `第`): `满一年` / `满1年`. Only then: a lone
   `一` is mostly "a" (`一个`, `一下`), which must keep matching a question that says no number.
@@ -63,6 +67,8 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in (
     ("(?:星期|礼拜)(?=[一二三四五六日天1-6])", "周"), ("周天", "周日"),
     ("忘记", "忘"), ("弄(?=[丢坏错脏湿破断掉乱])", ""),
     (f"(?<=[{_NUMERAL}])\\s*(?:块钱|元钱)", "元"), ("俩", "两个"), ("半年", "6个月"),
+    # `每个月` / `每个人` = `每月` / `每人` (the classifier said or not: one quantifier)
+    ("每个(?=月|人|小时|星期|礼拜|周|季度)", "每"),
     # times of day: `4:30` / `四点半` = `4点30分`, `4:00` = `4点`
     (r"(?<![\d.])(\d{1,2})[:：]00(?!\d)", r"\1点"), (r"(?<![\d.])(\d{1,2})[:：](\d{2})(?!\d)", r"\1点\2分"),
     ("点半", "点30分"),
@@ -89,17 +95,51 @@ def _digits_times_unit(m: re.Match[str]) -> str:
     return str(int(value)) if value == int(value) else str(value)
 
 
+# Event order said three ways: `先A再B` (first A, then B), `A之后再B` (after A, B) and `B之前先A` (before B,
+# first A); `先A后B` is `先A再B`. All become `先A再B`, so the placement rule compares one order: `B之前先A`
+# and `先B再A` still exchange A and B. A and B are stretches of one clause.
+_CLAUSE = "[^，,。；;！!？?\\s]"
+_BEFORE_FIRST = re.compile(f"(^|[，,。；;！!？?\\s])({_CLAUSE}{{1,15}}?)之前((?:要|得|需要|应该|必须)?)(?:先|就)"
+                           f"({_CLAUSE}{{1,15}}?)(?=可以|能|吗|呢|吧|好|行|[，,。；;！!？?\\s]|$)")
+_AFTER_THEN = re.compile("(^|[，,。；;！!？?\\s])([^，,。；;！!？?\\s先]{1,15}?)之后(?:再|才)")
+_FIRST_AFTER = re.compile(f"先({_CLAUSE}{{1,12}}?)(?<!之)后(?=[{_HAN}])")
+
+
+def _event_order(text: str) -> str:
+    if "先" not in text and "之后" not in text and "之前" not in text:
+        return text
+    text = _BEFORE_FIRST.sub(r"\1\3先\4再\2", text)
+    text = _AFTER_THEN.sub(r"\1先\2再", text)
+    return _FIRST_AFTER.sub(r"先\1再", text)
+
+
 def chinese(text: str) -> str:
     """The Chinese rewrites above (run on NFKC text, before number words become digits), and digits
     before a unit numeral as one number (`3万` = `30000`, `2.5千` = `2500`; `3万5` stays as written)."""
     for pattern, repl in _REWRITES:
         text = pattern.sub(repl, text)
-    return _DIGITS_UNIT.sub(_digits_times_unit, text)
+    return _DIGITS_UNIT.sub(_digits_times_unit, _event_order(text))
 
 
-_MEASURE_CHARS = "个天日号月年周次台张件份位名人元块岁点条本页项种笔单晚层期篇倍"
+_MEASURE_CHARS = ("个天日号月年周次台张件份位名人元块岁点条本页项种笔单晚层期篇倍"
+                  "辆架只双对套盒瓶杯把支颗片包袋箱间座家节课场趟遍")
 _ONE_CONTEXT = re.compile(f"(?<![{_NUMERAL}.])(第?)1\\s*([{_MEASURE_CHARS}]?)")
 _LONE_ONE = re.compile(f"(?<![{_NUMERAL}.])(第?)一(?![{_NUMERAL}])([{_MEASURE_CHARS}]?)")
+
+
+# (`块` that no noun follows: `49块免费吗`, `49块吗`, not `2块蛋糕`)
+_KUAI = re.compile(r"(\d+(?:\.\d+)?)\s*块(?=$|[^\u3400-\u9fff]|[吗的了吧呢啊免以左多就能可够起包])")
+
+
+def kuai_as_yuan(a: str, b: str) -> tuple[str, str]:
+    """`49块` on one side is `49元` when the other side writes `49元`: the everyday word for the
+    currency unit. Only then, and with no noun after it: `块` also counts pieces (`两块蛋糕`)."""
+
+    def rewrite(other: str, text: str) -> str:
+        said = set(re.findall(r"(\d+(?:\.\d+)?)\s*元", other))
+        return _KUAI.sub(lambda m: f"{m.group(1)}元" if m.group(1) in said else m.group(0), text) if said else text
+
+    return rewrite(b, a), rewrite(a, b)
 
 
 def ones_as_digits(a: str, b: str) -> tuple[str, str]:

@@ -13,9 +13,10 @@ English words are compared by stem (`gateway.semantic.lexical`); Chinese as char
 of 1–4 characters one side has and the other lacks. Built-in resources: `wordnet` (the shipped synonym
 table: a shared synset among both words' most frequent senses), `inflection` (LemmInflect's noun and
 verb lemmas: the same word inflected, listed apart because it is not a synonym), `contraction` (an
-abbreviation by contraction: `appt` / `appointment`), `homophones` (a Chinese character replaced in place
-by one that sounds the same) and `zh_rewrites` (two runs of the texts as written that `normalize_zh`
-rewrites to one). `candidate(name, lang, linked)` registers another.
+abbreviation by contraction: `appt` / `appointment`), `negated` (an adjective negated by its prefix and
+the adjective, WordNet's antonym pairs: `unavailable` / `available`, read as `not available`),
+`homophones` (a Chinese character replaced in place by one that sounds the same) and `zh_rewrites` (two
+runs of the texts as written that `normalize_zh` rewrites to one). `candidate(name, lang, linked)` registers another.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.semantic import normalize_zh
+from gateway.semantic import normalize, normalize_zh
 from gateway.semantic.align import contracted, homophones, lemmas, synonyms
 from gateway.semantic.lexical import analyze
 from gateway_dev.bench.semantic import UNRELATED, default_sets
@@ -131,6 +132,11 @@ def _contraction(x: str, y: str) -> bool:
     return contracted(x, y) or contracted(y, x)
 
 
+def _negated(x: str, y: str) -> bool:
+    table = normalize._negated_adjectives()
+    return table.get(x.lower()) == y.lower() or table.get(y.lower()) == x.lower()
+
+
 def _homophones(x: str, y: str) -> bool:
     return len(x) == 1 and len(y) == 1 and homophones(x, y)
 
@@ -142,7 +148,8 @@ def _zh_rewrites(x: str, y: str) -> bool:
 
 
 BUILT_IN = [Resource("wordnet", "en", _wordnet), Resource("inflection", "en", _inflection),
-            Resource("contraction", "en", _contraction), Resource("homophones", "zh", _homophones, in_place=True),
+            Resource("contraction", "en", _contraction), Resource("negated", "en", _negated),
+            Resource("homophones", "zh", _homophones, in_place=True),
             Resource("zh_rewrites", "zh", _zh_rewrites, raw=True)]
 
 

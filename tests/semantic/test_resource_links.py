@@ -64,3 +64,10 @@ def test_the_contraction_rule_links_no_differing_words_of_a_hard_negative() -> N
                          links.evaluation_sets())["contraction"]
     assert report.negatives == []
     assert links._contraction("appt", "appointment") and not links._contraction("apt", "appointment")
+
+
+def test_the_negated_adjectives_link_no_differing_words_of_a_hard_negative() -> None:
+    # `unavailable` / `available`: WordNet's antonym pairs of a prefix, read as `not available`
+    report = links.audit([r for r in links.BUILT_IN if r.name == "negated"], links.evaluation_sets())["negated"]
+    assert report.negatives == []
+    assert links._negated("unavailable", "available") and not links._negated("invaluable", "valuable")
