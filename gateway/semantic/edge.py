@@ -54,6 +54,11 @@ def _must(must: MustFilter) -> qe.Filter:
 EXPIRED_SLACK = 5
 # Searches sent to the worker in one `query_batch` at most.
 MAX_SEARCH_BATCH = 32
+# The shard's own search pool reads segments in parallel, one thread per CPU by default (8 here, on
+# 2 cores): a scope's few thousand points are one segment's work, so the other threads only add
+# wake-ups. Measured on 100k points in 50 scopes: 0.88 → 0.72 ms of CPU a search, the same results.
+# Concurrent lookups still search in parallel with the rest of the stage (embedding, checks).
+SEARCH_THREADS = 1
 
 
 @dataclass(slots=True)
@@ -102,11 +107,15 @@ class EdgeStore(VectorStore):
     def _open_sync(self) -> None:
         if self._shard is not None:
             return
+        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine),
+                               max_search_threads=SEARCH_THREADS)
         if (self.path / "edge_config.json").exists():
-            shard = qe.EdgeShard.load(str(self.path))
+            try:
+                shard = qe.EdgeShard.load(str(self.path), config)  # the same vectors; the pool's size updated
+            except Exception:  # a shard made with other settings: opened as it is
+                shard = qe.EdgeShard.load(str(self.path))
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine))
             shard = qe.EdgeShard.create(str(self.path), config)
         indexed = set(shard.info().payload_schema)
         for field, schema in (

@@ -259,11 +259,15 @@ class SemanticCacheStage(LayerLifecycle, Stage):  # its start() and stop() befor
             self._warn("semantic cache write failed; answer not stored", exc)
 
     async def prepare_question(self, question: str) -> None:
-        """A stored English question's parse and MiniLM vector, made now in the background (batched
-        with other writes and lookups) instead of on the first lookup that meets it: the same results,
-        in the caches the checks read."""
-        if analyze(question).lang == "en" and structure.ready("en") and paraphrase.ready():
-            await self.checks.batch.run(_nothing, parse=(question,), vectors=(question,))
+        """A stored English question's parse (and its MiniLM vector where the second opinion is
+        loaded), made now in the background (batched with other writes and lookups) instead of on the
+        first lookup that meets it: the same results, in the caches the checks read. The parse is
+        prepared without MiniLM too (the default: `reworded_bar_en` > 1 never loads it), since the
+        same-content lane's placement and role checks read it as well."""
+        if analyze(question).lang != "en" or not structure.ready("en"):
+            return
+        vectors = (question,) if paraphrase.ready() else ()  # never load MiniLM for this alone
+        await self.checks.batch.run(_nothing, parse=(question,), vectors=vectors)
 
     async def drain(self) -> None:
         """Wait for pending writes and judge calls (tests, shutdown)."""

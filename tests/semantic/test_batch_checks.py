@@ -97,3 +97,33 @@ async def test_a_written_question_is_prepared_for_the_checks(loaded: None, tmp_p
         assert paraphrase.vector.cache_info().hits == vectors.hits + 1
     finally:
         await stage.stop()
+
+
+async def test_a_written_question_is_parsed_without_the_second_opinion(loaded: None, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With MiniLM not loaded (the default `reworded_bar_en` > 1) the parse is still made at write
+    time, and MiniLM is neither loaded nor run for it."""
+    from gateway.config import Settings
+    from gateway.semantic.embedder import Embedder
+    from gateway.semantic.stage import SemanticCacheStage
+
+    from ._helpers import use_backend
+
+    def no_encoding(texts: list[str]) -> None:
+        raise AssertionError("MiniLM ran for a preparation it was not loaded for")
+
+    monkeypatch.setattr(paraphrase, "ready", lambda: False)
+    monkeypatch.setattr(paraphrase, "prime", no_encoding)
+    stage = SemanticCacheStage(Settings(data_dir=tmp_path), embedder=Embedder(use_backend()))
+    await stage.start()
+    try:
+        question = "How can I rename the shared calendar from the desktop client?"
+        structure.frame.cache_clear()
+        await stage.prepare_question(question)
+        frames = structure.frame.cache_info()
+        structure.frame(question, "en")
+        assert structure.frame.cache_info().hits == frames.hits + 1  # parsed at write time, not now
+        await stage.prepare_question("怎么修改登录密码？")  # not English: nothing to prepare
+        assert stage.checks.batch.jobs == 1
+    finally:
+        await stage.stop()
