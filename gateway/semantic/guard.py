@@ -96,6 +96,13 @@ class Verdict:
     marked: bool = False
 
 
+def _reread(a: Analysis, b: Analysis, texts: tuple[str, str]) -> tuple[Analysis, Analysis]:
+    """The pair analysed again when a reading between the two questions rewrote either side."""
+    if texts == (a.text, b.text):
+        return a, b
+    return analyze(texts[0]), analyze(texts[1])
+
+
 def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (),
           params: GuardParams = GuardParams(), cross_language: bool = False,
           placement_check: bool = True) -> tuple[str | None, Alignment | None]:
@@ -111,30 +118,21 @@ def check(a: Analysis, b: Analysis, exclusive_terms: Sequence[Sequence[str]] = (
         return (None, None) if _quotes_agree(a, b) else ("quoted", None)
     if a.negations % 2 != b.negations % 2 and a.lang == "en":
         # `unavailable` / `not available`: an adjective negated by its prefix (`normalize.negated_as_not`)
-        ta, tb = normalize.negated_as_not(a.text, b.text)
-        if (ta, tb) != (a.text, b.text):
-            a, b = analyze(ta), analyze(tb)
+        a, b = _reread(a, b, normalize.negated_as_not(a.text, b.text))
     if a.lang == "en" and ("per" in a.words) != ("per" in b.words):
-        ta, tb = normalize.per_as_article(a.text, b.text)  # `per month` / `a month`
-        if (ta, tb) != (a.text, b.text):
-            a, b = analyze(ta), analyze(tb)
+        a, b = _reread(a, b, normalize.per_as_article(a.text, b.text))  # `per month` / `a month`
     if a.numbers != b.numbers and a.lang == "en":
         # `a month` / `1 month`, `the second bag` / `the 2nd bag`: one quantity or ordinal said two ways
         # (`normalize.ones_as_articles`, `normalize.ordinals_as_digits`)
         ta, tb = normalize.units_as_other(*normalize.ordinals_as_digits(a.text, b.text))
         if "1" in (*a.numbers, *b.numbers):
             ta, tb = normalize.ones_as_articles(ta, tb, stem)
-        if (ta, tb) != (a.text, b.text):
-            a, b = analyze(ta), analyze(tb)
+        a, b = _reread(a, b, (ta, tb))
     if a.lang == "zh" and ("块" in a.text) != ("块" in b.text):
-        ta, tb = normalize_zh.kuai_as_yuan(a.text, b.text)  # `49块` / `49元`
-        if (ta, tb) != (a.text, b.text):
-            a, b = analyze(ta), analyze(tb)
+        a, b = _reread(a, b, normalize_zh.kuai_as_yuan(a.text, b.text))  # `49块` / `49元`
     if a.numbers != b.numbers and a.lang == "zh" and "1" in (*a.numbers, *b.numbers):
         # `一年` on one side, `1年` on the other: the same quantity (`normalize_zh.ones_as_digits`)
-        ta, tb = normalize_zh.ones_as_digits(a.text, b.text)
-        if (ta, tb) != (a.text, b.text):
-            a, b = analyze(ta), analyze(tb)
+        a, b = _reread(a, b, normalize_zh.ones_as_digits(a.text, b.text))
     if a.numbers != b.numbers:
         return "number", None
     if not _quotes_agree(a, b):
