@@ -11,16 +11,23 @@ from gateway.provider_cache.family import mask
 from gateway.rewrite.detect import VolatileDetector
 
 
-def test_masked_crc_is_computed_once_per_piece_and_detector(monkeypatch: pytest.MonkeyPatch) -> None:
-    detector, other = VolatileDetector(), VolatileDetector(["acme-[0-9]+"])
-    scans: list[str] = []
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the volatile-value detector scans from here on."""
+    seen: list[str] = []
     real = VolatileDetector.spans
 
     def counting(self: VolatileDetector, text: str) -> list:  # type: ignore[type-arg]
-        scans.append(text)
+        seen.append(text)
         return real(self, text)
 
     monkeypatch.setattr(VolatileDetector, "spans", counting)
+    return seen
+
+
+def test_masked_crc_is_computed_once_per_piece_and_detector(monkeypatch: pytest.MonkeyPatch,
+                                                            scans: list[str]) -> None:
+    detector, other = VolatileDetector(), VolatileDetector(["acme-[0-9]+"])
     monkeypatch.setattr(breaks, "_masked", {})
     piece = b'{"role":"user","content":"Today is 2026-12-02, ticket acme-42: why?"}'
     want = xxhash.xxh3_64_intdigest(mask(piece.decode(), detector).encode())
@@ -52,16 +59,9 @@ def _family_unmemoized(protocol: str, body: dict, detector: VolatileDetector) ->
     return digest.hexdigest()
 
 
-def test_a_family_is_masked_once_per_template_and_detector(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_family_is_masked_once_per_template_and_detector(monkeypatch: pytest.MonkeyPatch,
+                                                           scans: list[str]) -> None:
     detector, other = VolatileDetector(), VolatileDetector(["acme-[0-9]+"])
-    scans: list[str] = []
-    real = VolatileDetector.spans
-
-    def counting(self: VolatileDetector, text: str) -> list:  # type: ignore[type-arg]
-        scans.append(text)
-        return real(self, text)
-
-    monkeypatch.setattr(VolatileDetector, "spans", counting)
     monkeypatch.setattr(family, "_families", {})
     rules = " ".join(f"Rule {i}: reply within {i} days." for i in range(300))
     system = "Now: 2026-12-02T10:00:00Z. Ticket acme-42. " + rules
